@@ -1,0 +1,91 @@
+-- Small helpers shared by the other function files.
+
+-- Timestamps on the wire: ISO-8601 UTC, milliseconds.
+create or replace function regina._ts(i_t timestamptz) returns text
+language sql immutable parallel safe as $$
+    select to_char(i_t at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$$;
+
+-- A message's createdAt: ISO-8601 UTC, microseconds.
+create or replace function regina._ts_us(i_t timestamptz) returns text
+language sql immutable parallel safe as $$
+    select to_char(i_t at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
+$$;
+
+-- Text to uuid without raising: null when the text is not a canonical uuid.
+create or replace function regina._uuid_or_null(i_text text) returns uuid
+language sql immutable parallel safe as $$
+    select case when i_text ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+                then i_text::uuid end
+$$;
+
+-- First unsettled message at or after i_from: the smallest existing offset not in i_skip.
+create or replace function regina._head_seq(i_partition_id bigint, i_from bigint, i_skip bigint[])
+returns bigint
+language sql stable as $$
+    select m.seq from regina.messages m
+    where m.partition_id = i_partition_id and m.seq >= i_from and m.seq <> all (i_skip)
+    order by m.seq
+    limit 1
+$$;
+
+-- Where a head lands after the messages in i_marks (all at or after i_from) were settled: the
+-- first existing unsettled message, or just past the highest mark when none exists. Never past a
+-- message that is not yet visible: offsets commit in order, so every message below a settled
+-- (hence visible) mark is visible too.
+create or replace function regina._advance(i_partition_id bigint, i_from bigint, i_marks bigint[])
+returns bigint
+language sql stable as $$
+    select coalesce(
+        regina._head_seq(i_partition_id, i_from, i_marks),
+        greatest(i_from, (select max(x) + 1 from unnest(i_marks) x)))
+$$;
+
+-- Marks that still lie ahead of a head.
+create or replace function regina._marks_from(i_marks bigint[], i_head bigint) returns bigint[]
+language sql immutable as $$
+    select coalesce(array_agg(x order by x), '{}') from unnest(i_marks) x where x >= i_head
+$$;
+
+-- Every option of a queue, as configure reports it.
+create or replace function regina._queue_options(i_q regina.queues) returns jsonb
+language sql stable as $$
+    select jsonb_build_object(
+        'leaseTime', i_q.lease_time,
+        'retryLimit', i_q.retry_limit,
+        'retryDelay', i_q.retry_delay_ms,
+        'maxSize', i_q.max_size,
+        'ttl', i_q.ttl_seconds,
+        'priority', i_q.priority,
+        'delayedProcessing', i_q.delayed_processing_seconds,
+        'windowBuffer', i_q.window_buffer_seconds,
+        'deadLetterQueue', i_q.dead_letter_queue,
+        'dlqAfterMaxRetries', i_q.dlq_after_max_retries,
+        'retentionEnabled', i_q.retention_enabled,
+        'retentionSeconds', i_q.retention_seconds,
+        'completedRetentionSeconds', i_q.completed_retention_seconds,
+        'maxWaitTimeSeconds', i_q.max_wait_time_seconds,
+        'encryptionEnabled', i_q.encryption_enabled)
+$$;
+
+-- Saves a cursor row changed in memory by the pop, ack and lease functions.
+create or replace function regina._cursor_save(i_c regina.cursors) returns void
+language sql as $$
+    update regina.cursors set
+        next_seq = i_c.next_seq,
+        marks = i_c.marks,
+        lease_marks = i_c.lease_marks,
+        head_attempts = i_c.head_attempts,
+        head_error = i_c.head_error,
+        retry_after = i_c.retry_after,
+        lease_id = i_c.lease_id,
+        lease_active = i_c.lease_active,
+        lease_expires_at = i_c.lease_expires_at,
+        lease_end_seq = i_c.lease_end_seq,
+        last_lease_id = i_c.last_lease_id,
+        last_claim_at = i_c.last_claim_at,
+        total_consumed = i_c.total_consumed,
+        batches_consumed = i_c.batches_consumed,
+        last_consumed_at = i_c.last_consumed_at
+    where partition_id = i_c.partition_id and consumer_group = i_c.consumer_group
+$$;

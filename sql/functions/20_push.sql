@@ -1,0 +1,109 @@
+-- Push: store a batch of items (the items of every request the broker fused), one result row per
+-- item. Queues and partitions are created on first use. Every partition written is locked in id
+-- order before its offsets are assigned and held until commit, so offset order is commit order
+-- and concurrent batches never deadlock. Deduplication runs after the lock, so it sees every
+-- message committed to the partition before us.
+
+-- Creates the queues and partitions named by the items, if missing, and resolves every item.
+create or replace function regina._push_resolve(i_items jsonb) returns regina.push_item[]
+language plpgsql as $$
+declare
+    v_items regina.push_item[];
+begin
+    insert into regina.queues (name, namespace, task)
+    select s.name, split_part(s.name, '.', 1), split_part(s.name, '.', 2)
+    from (select distinct e ->> 'queue' as name from jsonb_array_elements(i_items) e) s
+    where not exists (select 1 from regina.queues q where q.name = s.name)
+    on conflict (name) do nothing;
+
+    insert into regina.partitions (queue_id, name)
+    select q.id, s.partition_name
+    from (select distinct e ->> 'queue' as queue_name, e ->> 'partition' as partition_name
+          from jsonb_array_elements(i_items) e) s
+    join regina.queues q on q.name = s.queue_name
+    where not exists (select 1 from regina.partitions p
+                      where p.queue_id = q.id and p.name = s.partition_name)
+    on conflict (queue_id, name) do nothing;
+
+    select array_agg(row(
+               (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
+               t.e ->> 'transactionId', (t.e ->> 'messageId')::uuid,
+               nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub', t.e -> 'payload'
+           )::regina.push_item order by t.ord)
+    into v_items
+    from jsonb_array_elements(i_items) with ordinality t(e, ord)
+    join regina.queues q on q.name = t.e ->> 'queue'
+    join regina.partitions p on p.queue_id = q.id and p.name = t.e ->> 'partition';
+    return coalesce(v_items, '{}');
+end
+$$;
+
+create or replace function regina.push(i_items jsonb, i_notify boolean default false,
+                                       i_now timestamptz default null)
+returns table (idx integer, result jsonb)
+language plpgsql as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_items regina.push_item[] := regina._push_resolve(i_items);
+begin
+    perform 1 from regina.partitions p
+    where p.id in (select distinct x.partition_id from unnest(v_items) x)
+    order by p.id
+    for update;
+
+    return query
+    with items as (select * from unnest(v_items)),
+    firsts as (   -- the first item of each key in the batch: later ones are its duplicates
+        select distinct on (i.partition_id, i.transaction_id) i.idx, i.partition_id,
+               i.transaction_id, i.message_id
+        from items i order by i.partition_id, i.transaction_id, i.idx),
+    stored as (   -- keys already stored by earlier commits
+        select m.partition_id, m.transaction_id, m.id
+        from regina.messages m
+        join firsts f on m.partition_id = f.partition_id and m.transaction_id = f.transaction_id),
+    fresh as (
+        select i.*, row_number() over (partition by i.partition_id order by i.idx) as rn
+        from items i join firsts f on f.idx = i.idx
+        where not exists (select 1 from stored s where s.partition_id = i.partition_id
+                                                   and s.transaction_id = i.transaction_id)),
+    counts as (select f.partition_id, count(*) as n from fresh f group by f.partition_id),
+    bumped as (
+        update regina.partitions p
+        set next_seq = p.next_seq + c.n,
+            last_created_at = greatest(v_now, p.last_created_at),
+            last_push_at = v_now
+        from counts c where p.id = c.partition_id
+        returning p.id, p.next_seq - c.n as base, p.last_created_at as created_at),
+    inserted as (
+        insert into regina.messages (partition_id, seq, id, transaction_id, trace_id,
+                                     producer_sub, created_at, payload)
+        select f.partition_id, b.base + f.rn - 1, f.message_id, f.transaction_id, f.trace_id,
+               f.producer_sub, b.created_at, f.payload
+        from fresh f join bumped b on b.id = f.partition_id
+        returning 1)
+    -- `inserted` runs to completion although nothing reads it (data-modifying CTEs always do).
+    select i.idx,
+           case when fr.idx is not null then jsonb_build_object(
+                    'transaction_id', i.transaction_id, 'status', 'queued',
+                    'message_id', i.message_id, 'partition_id', i.partition_uuid,
+                    'trace_id', i.trace_id, 'queueName', i.queue_name)
+                else jsonb_build_object(
+                    'transaction_id', i.transaction_id, 'status', 'duplicate',
+                    'message_id', coalesce(s.id, f.message_id), 'partition_id', i.partition_uuid,
+                    'queueName', i.queue_name)
+           end
+    from items i
+    join firsts f on f.partition_id = i.partition_id and f.transaction_id = i.transaction_id
+    left join fresh fr on fr.idx = i.idx
+    left join stored s on s.partition_id = i.partition_id and s.transaction_id = i.transaction_id
+    order by i.idx;
+
+    if i_notify then
+        perform pg_notify('regina_push', jsonb_build_object(
+                    'queue', x.queue_name,
+                    'partitions', jsonb_agg(distinct x.partition_name))::text)
+        from unnest(v_items) x
+        group by x.queue_name;
+    end if;
+end
+$$;

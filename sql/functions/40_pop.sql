@@ -1,0 +1,326 @@
+-- Pop: claim eligible partitions for a consumer group and read from each head, as one atomic step
+-- per partition. The cursor row of (partition, group) is the lock: claims take it with
+-- `skip locked`, so pops never wait for each other and groups never block each other.
+
+-- The offset a new cursor starts at: the first message with createdAt >= i_start_at, or the
+-- oldest retained message when i_start_at is null. The partition's next offset is read first:
+-- every message below it is already committed, so the search can't skip a late commit.
+create or replace function regina._start_seq(i_partition_id bigint, i_start_at timestamptz)
+returns bigint
+language plpgsql as $$
+declare
+    v_end bigint;
+    v_lo bigint := 0;
+    v_hi bigint;
+    v_mid bigint;
+    v_at timestamptz;
+begin
+    select p.next_seq into v_end from regina.partitions p where p.id = i_partition_id;
+    if i_start_at is null then
+        return coalesce((select min(m.seq) from regina.messages m
+                         where m.partition_id = i_partition_id and m.seq < v_end), v_end);
+    end if;
+    -- createdAt never decreases along offsets: binary search for the first one >= i_start_at.
+    v_hi := v_end;
+    while v_lo < v_hi loop
+        v_mid := (v_lo + v_hi) / 2;
+        select m.created_at into v_at from regina.messages m
+        where m.partition_id = i_partition_id and m.seq >= v_mid and m.seq < v_end
+        order by m.seq limit 1;
+        if not found or v_at >= i_start_at then
+            v_hi := v_mid;
+        else
+            v_lo := v_mid + 1;
+        end if;
+    end loop;
+    return v_lo;
+end
+$$;
+
+-- The subscription start of a named group on a queue, fixed by its first pop there.
+create or replace function regina._subscription_start(i_queue_id bigint, i_group text, i_req jsonb,
+                                                      i_now timestamptz)
+returns timestamptz
+language plpgsql as $$
+declare
+    v_from text := nullif(i_req ->> 'subscriptionFrom', '');
+    v_mode text;
+    v_start timestamptz;
+begin
+    if i_group = '__QUEUE_MODE__' then
+        return null;
+    end if;
+    select s.start_at into v_start from regina.subscriptions s
+    where s.queue_id = i_queue_id and s.consumer_group = i_group;
+    if found then
+        return v_start;
+    end if;
+    v_mode := case when v_from is not null and v_from <> 'now' then 'timestamp'
+                   when v_from = 'now' or i_req ->> 'subscriptionMode' in ('new', 'new-only') then 'new'
+                   else 'all' end;
+    v_start := case v_mode when 'timestamp' then v_from::timestamptz when 'new' then i_now end;
+    insert into regina.subscriptions (queue_id, consumer_group, mode, start_at)
+    values (i_queue_id, i_group, v_mode, v_start)
+    on conflict (queue_id, consumer_group) do nothing;
+    return (select s.start_at from regina.subscriptions s
+            where s.queue_id = i_queue_id and s.consumer_group = i_group);
+end
+$$;
+
+-- Locks the cursor of (partition, group), creating it at the subscription start if missing.
+-- Null when another transaction holds it: that partition is busy for this group right now.
+create or replace function regina._cursor_lock(i_queue_id bigint, i_partition_id bigint,
+                                               i_group text, i_start_at timestamptz)
+returns regina.cursors
+language plpgsql as $$
+declare
+    v_c regina.cursors;
+begin
+    select * into v_c from regina.cursors c
+    where c.partition_id = i_partition_id and c.consumer_group = i_group
+    for update skip locked;
+    if found then
+        return v_c;
+    end if;
+    -- Creating: a try-lock on the key instead of waiting on a concurrent insert of the same row,
+    -- so two pop batches creating cursors in different orders cannot deadlock.
+    if not pg_try_advisory_xact_lock(hashtextextended(i_partition_id::text || '/' || i_group, 0)) then
+        return null;
+    end if;
+    select * into v_c from regina.cursors c
+    where c.partition_id = i_partition_id and c.consumer_group = i_group
+    for update skip locked;
+    if found then
+        return v_c;
+    end if;
+    if exists (select 1 from regina.cursors c
+               where c.partition_id = i_partition_id and c.consumer_group = i_group) then
+        return null;
+    end if;
+    insert into regina.cursors (partition_id, consumer_group, queue_id, next_seq)
+    values (i_partition_id, i_group, i_queue_id, regina._start_seq(i_partition_id, i_start_at))
+    on conflict do nothing
+    returning * into v_c;
+    return v_c;
+end
+$$;
+
+-- Reads up to i_budget deliverable messages from the head of a locked cursor, as wire objects.
+create or replace function regina._pop_read(i_c regina.cursors, i_q regina.queues,
+                                            i_p regina.partitions, i_budget integer,
+                                            i_lease text, i_now timestamptz,
+                                            out o_messages jsonb, out o_count integer,
+                                            out o_last bigint)
+language sql stable as $$
+    select coalesce(jsonb_agg(jsonb_build_object(
+               'id', m.id, 'transactionId', m.transaction_id, 'traceId', m.trace_id,
+               'data', m.payload, 'producerSub', m.producer_sub,
+               'createdAt', regina._ts_us(m.created_at), 'partitionId', i_p.uuid,
+               'partition', i_p.name, 'queue', i_q.name, 'leaseId', i_lease,
+               'consumerGroup', i_c.consumer_group,
+               'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end)
+               order by m.seq), '[]'::jsonb),
+           count(*)::integer,
+           max(m.seq)
+    from (select x.*, row_number() over (order by x.seq) as rn
+          from (select * from regina.messages mm
+                where mm.partition_id = i_c.partition_id and mm.seq >= i_c.next_seq
+                  and mm.seq <> all (i_c.marks)
+                  and mm.created_at <= i_now - i_q.delayed_processing_seconds * interval '1 second'
+                order by mm.seq
+                limit i_budget) x) m
+$$;
+
+-- Claims one partition for a group and reads from its head. Returns {messages, count} when it
+-- delivered, else {reason, wake} (wake: when this partition may become eligible).
+create or replace function regina._pop_claim(i_q regina.queues, i_p regina.partitions,
+                                             i_group text, i_budget integer, i_auto boolean,
+                                             i_lease uuid, i_start_at timestamptz,
+                                             i_now timestamptz)
+returns jsonb
+language plpgsql as $$
+declare
+    v_c regina.cursors := regina._cursor_lock(i_q.id, i_p.id, i_group, i_start_at);
+    v_read record;
+    v_wake timestamptz;
+begin
+    if v_c.partition_id is null then
+        return jsonb_build_object('reason', 'lease_held');
+    end if;
+    if v_c.lease_active and v_c.lease_expires_at <= i_now then
+        v_c := (regina._lease_fail(v_c, i_q, 'Lease expired', v_c.lease_expires_at, i_now)).c;
+        perform regina._cursor_save(v_c);
+    end if;
+    if v_c.lease_active then
+        return jsonb_build_object('reason', 'lease_held', 'wake', v_c.lease_expires_at);
+    elsif v_c.retry_after > i_now then
+        return jsonb_build_object('reason', 'empty', 'wake', v_c.retry_after);
+    elsif i_q.window_buffer_seconds > 0
+          and i_p.last_push_at > i_now - i_q.window_buffer_seconds * interval '1 second' then
+        return jsonb_build_object('reason', 'window_buffer', 'wake',
+                                  i_p.last_push_at + i_q.window_buffer_seconds * interval '1 second');
+    end if;
+
+    select * into v_read
+    from regina._pop_read(v_c, i_q, i_p, i_budget, coalesce(i_lease::text, ''), i_now);
+    if v_read.o_count = 0 then
+        select m.created_at + i_q.delayed_processing_seconds * interval '1 second' into v_wake
+        from regina.messages m
+        where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq and m.seq <> all (v_c.marks)
+        order by m.seq limit 1;
+        return jsonb_build_object('reason', 'empty', 'wake', v_wake);
+    end if;
+
+    v_c.last_claim_at := i_now;
+    if i_auto then
+        v_c.next_seq := regina._advance(v_c.partition_id, v_read.o_last + 1, v_c.marks);
+        v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
+        v_c.head_attempts := 0;
+        v_c.head_error := null;
+        v_c.total_consumed := v_c.total_consumed + v_read.o_count;
+        v_c.batches_consumed := v_c.batches_consumed + 1;
+        v_c.last_consumed_at := i_now;
+    else
+        v_c.lease_id := i_lease;
+        v_c.lease_active := true;
+        v_c.lease_expires_at := i_now + i_q.lease_time * interval '1 second';
+        v_c.lease_end_seq := v_read.o_last;
+        v_c.lease_marks := '{}';
+    end if;
+    perform regina._cursor_save(v_c);
+    return jsonb_build_object('messages', v_read.o_messages, 'count', v_read.o_count);
+end
+$$;
+
+-- Queues a namespace/task pop considers: highest priority first; among equal priorities the
+-- starting queue rotates from one pop to the next (per selector and group).
+create or replace function regina._pop_queue_order(i_namespace text, i_task text, i_group text)
+returns bigint[]
+language plpgsql as $$
+declare
+    v_turn bigint;
+begin
+    insert into regina.pop_rotation (selector, consumer_group, counter)
+    values (coalesce(i_namespace, '') || '/' || coalesce(i_task, ''), i_group, 1)
+    on conflict (selector, consumer_group)
+        do update set counter = regina.pop_rotation.counter + 1
+    returning counter into v_turn;
+    return (select coalesce(array_agg(s.id order by s.priority desc,
+                                      ((s.rank - v_turn) % s.tier + s.tier) % s.tier), '{}')
+            from (select q.id, q.priority,
+                         row_number() over (partition by q.priority order by q.name) as rank,
+                         count(*) over (partition by q.priority) as tier
+                  from regina.queues q
+                  where (i_namespace is null or q.namespace = i_namespace)
+                    and (i_task is null or q.task = i_task)) s);
+end
+$$;
+
+-- Candidate partitions of a queue for a group, least recently claimed first (starvation-free).
+create or replace function regina._pop_candidates(i_queue_id bigint, i_group text,
+                                                  i_now timestamptz)
+returns setof regina.partitions
+language sql stable as $$
+    select p.* from regina.partitions p
+    left join regina.cursors c on c.partition_id = p.id and c.consumer_group = i_group
+    where p.queue_id = i_queue_id
+      and p.next_seq > coalesce(c.next_seq, 0)
+      and (c.partition_id is null or not c.lease_active or c.lease_expires_at <= i_now)
+      and (c.retry_after is null or c.retry_after <= i_now)
+    order by c.last_claim_at nulls first, p.id
+$$;
+
+-- One pop request: claims up to `partitions` partitions, `batch` messages in all.
+create or replace function regina._pop_one(i_req jsonb, i_now timestamptz) returns jsonb
+language plpgsql as $$
+declare
+    v_group text := coalesce(nullif(i_req ->> 'consumerGroup', ''), '__QUEUE_MODE__');
+    v_auto boolean := coalesce((i_req ->> 'autoAck')::boolean, false);
+    v_lease uuid := case when v_auto then null else (i_req ->> 'leaseId')::uuid end;
+    v_budget integer := coalesce((i_req ->> 'batch')::integer, 1);
+    v_slots integer := coalesce((i_req ->> 'partitions')::integer, 1);
+    v_single text := nullif(i_req ->> 'partition', '');
+    v_queues bigint[];
+    v_queue_id bigint;
+    v_q regina.queues;
+    v_p regina.partitions;
+    v_start timestamptz;
+    v_res jsonb;
+    v_messages jsonb := '[]';
+    v_first jsonb;
+    v_claimed integer := 0;
+    v_reason text := 'empty';
+    v_wake timestamptz;
+begin
+    if i_req ->> 'queue' is not null then
+        v_queues := array(select q.id from regina.queues q where q.name = i_req ->> 'queue');
+    else
+        v_queues := regina._pop_queue_order(nullif(i_req ->> 'namespace', ''),
+                                            nullif(i_req ->> 'task', ''), v_group);
+    end if;
+    if cardinality(v_queues) = 0 then
+        return jsonb_build_object('empty', 'queue_not_found', 'wakeAt', null);
+    end if;
+
+    <<queues>>
+    foreach v_queue_id in array v_queues loop
+        select * into v_q from regina.queues q where q.id = v_queue_id;
+        v_start := regina._subscription_start(v_q.id, v_group, i_req, i_now);
+        if v_single is not null and not exists (
+                select 1 from regina.partitions p where p.queue_id = v_q.id and p.name = v_single) then
+            return jsonb_build_object('empty', 'partition_not_found', 'wakeAt', null);
+        end if;
+        for v_p in
+            select c.* from regina._pop_candidates(v_q.id, v_group, i_now) c where v_single is null
+            union all
+            select p.* from regina.partitions p where p.queue_id = v_q.id and p.name = v_single
+        loop
+            v_res := regina._pop_claim(v_q, v_p, v_group, v_budget, v_auto, v_lease, v_start, i_now);
+            if v_res ? 'messages' then
+                v_messages := v_messages || (v_res -> 'messages');
+                v_budget := v_budget - (v_res ->> 'count')::integer;
+                v_claimed := v_claimed + 1;
+                v_first := coalesce(v_first, jsonb_build_object(
+                    'queue', v_q.name, 'partition', v_p.name, 'partitionId', v_p.uuid));
+                exit queues when v_budget <= 0 or v_claimed >= v_slots;
+            else
+                v_reason := case when v_single is not null then v_res ->> 'reason' else 'empty' end;
+                v_wake := least(v_wake, (v_res ->> 'wake')::timestamptz);
+            end if;
+        end loop;
+    end loop;
+
+    if v_claimed = 0 then
+        if v_single is null then
+            v_wake := least(v_wake, (
+                select min(least(case when c.retry_after > i_now then c.retry_after end,
+                                 case when c.lease_active and c.lease_expires_at > i_now
+                                      then c.lease_expires_at end))
+                from regina.cursors c
+                where c.queue_id = any (v_queues) and c.consumer_group = v_group));
+        end if;
+        return jsonb_build_object('empty', v_reason,
+                                  'wakeAt', regina._ts(case when v_wake > i_now then v_wake end));
+    end if;
+    return v_first || jsonb_build_object(
+        'success', true, 'leaseId', coalesce(v_lease::text, ''), 'consumerGroup', v_group,
+        'partitionsClaimed', v_claimed, 'messages', v_messages);
+end
+$$;
+
+-- Pop requests of one fused batch, served in arrival order in one transaction.
+create or replace function regina.pop(i_reqs jsonb, i_now timestamptz default null)
+returns table (idx integer, result jsonb)
+language plpgsql as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_req jsonb;
+    v_ord bigint;
+begin
+    for v_req, v_ord in select e, o from jsonb_array_elements(i_reqs) with ordinality t(e, o) loop
+        idx := v_ord - 1;
+        result := regina._pop_one(v_req, v_now);
+        return next;
+    end loop;
+end
+$$;

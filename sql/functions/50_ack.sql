@@ -1,0 +1,201 @@
+-- Acks: settle, fail, retry or dead-letter delivered messages. Items are grouped by (partition,
+-- group); each group's cursor is locked in canonical order (so concurrent ack batches cannot
+-- deadlock) and its items are applied in offset order against the state the previous one left.
+-- The lease check and the change happen under that lock: no check-then-act window.
+
+-- Resolves the items of one ack call: message, partition, queue and consumer group (§4.5).
+create or replace function regina._ack_items(i_acks jsonb)
+returns setof regina.ack_item
+language sql stable as $$
+    select (t.ord - 1)::integer,
+           t.e ->> 'transactionId',
+           case coalesce(nullif(t.e ->> 'status', ''), 'completed')
+               when 'success' then 'completed' else coalesce(nullif(t.e ->> 'status', ''), 'completed') end,
+           nullif(t.e ->> 'leaseId', ''),
+           regina._uuid_or_null(t.e ->> 'leaseId'),
+           left(nullif(t.e ->> 'error', ''), 4096),
+           p.id, p.name, q.id, q.name, m.seq,
+           coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__'),
+           g.explicit is not null and g.of_lease is not null and g.explicit <> g.of_lease
+               and not exists (select 1 from regina.cursors c
+                               where c.partition_id = p.id and c.consumer_group = g.explicit
+                                 and (c.lease_id = g.lease or c.last_lease_id = g.lease))
+    from jsonb_array_elements(i_acks) with ordinality t(e, ord)
+    left join regina.partitions p on p.uuid = regina._uuid_or_null(t.e ->> 'partitionId')
+    left join regina.queues q on q.id = p.queue_id
+    left join regina.messages m on m.partition_id = p.id and m.transaction_id = t.e ->> 'transactionId'
+    cross join lateral (
+        select nullif(t.e ->> 'consumerGroup', '') as explicit,
+               regina._uuid_or_null(t.e ->> 'leaseId') as lease,
+               (select c.consumer_group from regina.cursors c
+                where c.partition_id = p.id
+                  and (c.lease_id = regina._uuid_or_null(t.e ->> 'leaseId')
+                       or c.last_lease_id = regina._uuid_or_null(t.e ->> 'leaseId'))
+                order by c.lease_active desc
+                limit 1) as of_lease) g
+$$;
+
+-- The wire result of one ack item.
+create or replace function regina._ack_result(i_item regina.ack_item, i_code text, i_released boolean,
+                                              i_dlq boolean)
+returns jsonb
+language sql immutable as $$
+    select jsonb_build_object(
+        'transactionId', i_item.transaction_id,
+        'success', i_code is null,
+        'error', case i_code
+                     when 'message_not_found' then 'Message not found'
+                     when 'lease_expired' then 'Invalid or expired lease'
+                     when 'not_leased' then 'Message is not inside an active lease'
+                     when 'already_settled' then 'Message already settled for this consumer group'
+                     when 'group_mismatch' then 'consumerGroup does not match the lease''s group'
+                 end,
+        'code', i_code,
+        'queueName', i_item.queue_name,
+        'partitionName', i_item.partition_name,
+        'leaseReleased', i_released,
+        'dlq', i_dlq)
+$$;
+
+-- Settles message i_seq inside the active lease (completed, or dlq once its entry is written):
+-- the head moves over the settled prefix; the lease ends when its whole range is settled.
+create or replace function regina._ack_settle(i_c regina.cursors, i_seq bigint, i_keep boolean,
+                                              i_now timestamptz)
+returns regina.cursors
+language plpgsql as $$
+declare
+    v_c regina.cursors := i_c;
+begin
+    if i_keep then
+        v_c.marks := v_c.marks || i_seq;
+    else
+        v_c.lease_marks := v_c.lease_marks || i_seq;
+    end if;
+    v_c.next_seq := regina._advance(v_c.partition_id, v_c.next_seq, v_c.marks || v_c.lease_marks);
+    if v_c.next_seq > i_seq then    -- i_seq was the head: its failed attempts are history
+        v_c.head_attempts := 0;
+        v_c.head_error := null;
+    end if;
+    v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
+    v_c.lease_marks := regina._marks_from(v_c.lease_marks, v_c.next_seq);
+    v_c.total_consumed := v_c.total_consumed + 1;
+    v_c.last_consumed_at := i_now;
+    if v_c.next_seq > v_c.lease_end_seq then
+        v_c.lease_active := false;
+        v_c.last_lease_id := v_c.lease_id;
+        v_c.lease_marks := '{}';
+        v_c.batches_consumed := v_c.batches_consumed + 1;
+    end if;
+    return v_c;
+end
+$$;
+
+-- Decides one item against the locked cursor (the lease-check table of §4.6) and applies it.
+-- Returns the cursor outcome and the item's error code (null: success).
+create or replace function regina._ack_apply(inout io_c regina.cursors, i_item regina.ack_item,
+                                             i_q regina.queues, i_now timestamptz,
+                                             out o_code text, out o_dlq boolean,
+                                             out o_released boolean)
+language plpgsql as $$
+declare
+    v_settled boolean := i_item.seq < io_c.next_seq or i_item.seq = any (io_c.marks)
+                         or i_item.seq = any (io_c.lease_marks);
+    v_holder boolean := io_c.lease_active
+                        and (i_item.lease_text is null or io_c.lease_id = i_item.lease_id);
+    v_outcome regina.cursor_outcome;
+begin
+    o_dlq := false;
+    o_released := false;
+    if v_settled and (i_item.lease_text is null or io_c.last_lease_id = i_item.lease_id
+                      or (io_c.lease_active and io_c.lease_id = i_item.lease_id)) then
+        o_code := case when i_item.status = 'completed' then null else 'already_settled' end;
+        return;
+    elsif not v_holder or i_item.seq > io_c.lease_end_seq or v_settled then
+        o_code := case when i_item.lease_text is null then 'not_leased' else 'lease_expired' end;
+        return;
+    end if;
+    if i_item.status = 'completed' then
+        io_c := regina._ack_settle(io_c, i_item.seq, false, i_now);
+    elsif i_item.status = 'dlq' then
+        o_dlq := regina._dead_letter(io_c, i_q, i_item.seq,
+                     case when regina._head_seq(io_c.partition_id, io_c.next_seq,
+                                                io_c.marks || io_c.lease_marks) = i_item.seq
+                          then io_c.head_attempts else 0 end,
+                     i_item.error, i_now);
+        io_c := regina._ack_settle(io_c, i_item.seq, true, i_now);
+    elsif i_item.status = 'failed' then
+        v_outcome := regina._lease_fail(io_c, i_q, coalesce(i_item.error, 'Retries exhausted'),
+                                        i_now, i_now);
+        io_c := v_outcome.c;
+        o_dlq := v_outcome.dlq;
+    else  -- retry: end the lease, charge nothing
+        io_c.lease_active := false;
+        io_c.lease_marks := '{}';
+    end if;
+    o_released := not io_c.lease_active;
+end
+$$;
+
+create or replace function regina.ack(i_acks jsonb, i_now timestamptz default null)
+returns table (idx integer, result jsonb, wake_queue text, wake_group text)
+language plpgsql as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_item regina.ack_item;
+    v_c regina.cursors;
+    v_q regina.queues;
+    v_key text;
+    v_applied record;
+    v_active boolean;
+    v_results jsonb[] := '{}';
+    v_woken text[] := '{}';   -- per item: the group whose waiters should retry, if any
+begin
+    for v_item in select * from regina._ack_items(i_acks) a
+                  order by a.partition_id nulls first, a.consumer_group, a.seq, a.idx
+    loop
+        if v_item.seq is null then
+            v_results[v_item.idx + 1] := regina._ack_result(v_item, 'message_not_found', false, false);
+            continue;
+        elsif v_item.group_mismatch then
+            v_results[v_item.idx + 1] := regina._ack_result(v_item, 'group_mismatch', false, false);
+            continue;
+        end if;
+        if v_key is distinct from v_item.partition_id || '/' || v_item.consumer_group then
+            if v_c.partition_id is not null then
+                perform regina._cursor_save(v_c);
+            end if;
+            v_key := v_item.partition_id || '/' || v_item.consumer_group;
+            select * into v_q from regina.queues q where q.id = v_item.queue_id;
+            select * into v_c from regina.cursors c
+            where c.partition_id = v_item.partition_id and c.consumer_group = v_item.consumer_group
+            for update;
+            if v_c.lease_active and v_c.lease_expires_at <= v_now then
+                v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
+                v_woken[v_item.idx + 1] := v_c.consumer_group;
+            end if;
+        end if;
+        if v_c.partition_id is null then
+            v_results[v_item.idx + 1] := regina._ack_result(v_item,
+                case when v_item.lease_text is null then 'not_leased' else 'lease_expired' end,
+                false, false);
+            continue;
+        end if;
+        v_active := v_c.lease_active;
+        select * into v_applied from regina._ack_apply(v_c, v_item, v_q, v_now);
+        v_c := v_applied.io_c;
+        v_results[v_item.idx + 1] := regina._ack_result(v_item, v_applied.o_code,
+                                                        v_applied.o_released, v_applied.o_dlq);
+        if v_active and not v_c.lease_active then
+            v_woken[v_item.idx + 1] := v_c.consumer_group;
+        end if;
+    end loop;
+    if v_c.partition_id is not null then
+        perform regina._cursor_save(v_c);
+    end if;
+
+    return query
+    select (r.o - 1)::integer, r.v,
+           case when v_woken[r.o] is not null then r.v ->> 'queueName' end, v_woken[r.o]
+    from unnest(v_results) with ordinality r(v, o);
+end
+$$;
