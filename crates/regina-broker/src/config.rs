@@ -1,0 +1,442 @@
+//! Every setting of the broker (spec §6 limits, §7 configuration), with its default and unit.
+//!
+//! Each field is an environment variable and a `regina serve` flag of the same name in kebab case;
+//! flags win over variables. Defaults live in [`defaults`] so `Config::default()` and the command
+//! line can never disagree.
+
+use std::time::Duration;
+
+use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
+
+/// Default value of every setting, shared by the command line and [`Config::default`].
+pub mod defaults {
+    /// `HOST`.
+    pub const HOST: &str = "0.0.0.0";
+    /// `PORT`.
+    pub const PORT: u16 = 6632;
+    /// `LOG_LEVEL`.
+    pub const LOG_LEVEL: &str = "info";
+    /// `CORS_ALLOW_ORIGIN`.
+    pub const CORS_ALLOW_ORIGIN: &str = "*";
+    /// `SHUTDOWN_GRACE_MS`, milliseconds.
+    pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
+    /// `POP_EMPTY_STATUS`.
+    pub const POP_EMPTY_STATUS: u16 = 204;
+    /// `FILE_BUFFER_DIR`.
+    pub const FILE_BUFFER_DIR: &str = "/var/lib/regina/buffer";
+    /// `PG_HOST`.
+    pub const PG_HOST: &str = "localhost";
+    /// `PG_PORT`.
+    pub const PG_PORT: u16 = 5432;
+    /// `PG_DB`.
+    pub const PG_DB: &str = "postgres";
+    /// `PG_USER`.
+    pub const PG_USER: &str = "postgres";
+    /// `DB_POOL_SIZE`, connections.
+    pub const DB_POOL_SIZE: usize = 16;
+    /// `DB_CONNECTION_TIMEOUT`, milliseconds.
+    pub const DB_CONNECTION_TIMEOUT_MS: u64 = 2_000;
+    /// `DB_STATEMENT_TIMEOUT`, milliseconds.
+    pub const DB_STATEMENT_TIMEOUT_MS: u64 = 30_000;
+    /// `DB_LOCK_TIMEOUT`, milliseconds.
+    pub const DB_LOCK_TIMEOUT_MS: u64 = 10_000;
+    /// `BODY_BYTES_MAX`, bytes (16 MiB).
+    pub const BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
+    /// `JSON_DEPTH_MAX`, nesting levels.
+    pub const JSON_DEPTH_MAX: usize = 64;
+    /// `PUSH_ITEMS_MAX`, items.
+    pub const PUSH_ITEMS_MAX: usize = 10_000;
+    /// `ACK_ITEMS_MAX`, acknowledgments.
+    pub const ACK_ITEMS_MAX: usize = 10_000;
+    /// `POP_BATCH_MAX`, messages.
+    pub const POP_BATCH_MAX: u32 = 10_000;
+    /// `POP_PARTITIONS_MAX`, partitions.
+    pub const POP_PARTITIONS_MAX: u32 = 1_000;
+    /// `POP_TIMEOUT_MS_MAX`, milliseconds.
+    pub const POP_TIMEOUT_MS_MAX: u64 = 300_000;
+    /// `LONGPOLL_WAITERS_MAX`, parked pops.
+    pub const LONGPOLL_WAITERS_MAX: usize = 10_000;
+    /// `HTTP_INFLIGHT_MAX`, requests.
+    pub const HTTP_INFLIGHT_MAX: usize = 20_000;
+    /// `NAME_CHARS_MAX`, characters.
+    pub const NAME_CHARS_MAX: usize = 255;
+    /// `DEFAULT_TIMEOUT`, milliseconds.
+    pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+    /// `DEFAULT_BATCH_SIZE`, messages.
+    pub const DEFAULT_BATCH_SIZE: u32 = 1;
+    /// `LONGPOLL_RECHECK_MS`, milliseconds (0 disables).
+    pub const LONGPOLL_RECHECK_MS: u64 = 5_000;
+    /// `BATCH_HOLD_US`, microseconds.
+    pub const BATCH_HOLD_US: u64 = 0;
+    /// `BATCH_REQUESTS_MAX`, requests per database call.
+    pub const BATCH_REQUESTS_MAX: usize = 1_000;
+    /// `LEASE_SWEEP_INTERVAL_MS`, milliseconds.
+    pub const LEASE_SWEEP_INTERVAL_MS: u64 = 1_000;
+}
+
+/// Log output format (`LOG_FORMAT`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Where a new named group starts when a pop names no subscription (`DEFAULT_SUBSCRIPTION_MODE`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SubscriptionMode {
+    /// From the oldest retained message.
+    #[default]
+    All,
+    /// From the instant of the group's first pop.
+    New,
+    /// Alias of `new` (spec §5.14).
+    #[value(name = "new-only")]
+    NewOnly,
+}
+
+impl LogFormat {
+    /// `text` or `json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogFormat::Text => "text",
+            LogFormat::Json => "json",
+        }
+    }
+}
+
+impl SubscriptionMode {
+    /// The value handed to SQL: `all` or `new` (`new-only` is an alias of `new`).
+    pub fn sql_name(self) -> &'static str {
+        match self {
+            SubscriptionMode::All => "all",
+            SubscriptionMode::New | SubscriptionMode::NewOnly => "new",
+        }
+    }
+}
+
+/// Every setting of the broker. See spec §6 (limits) and §7 (configuration).
+#[derive(clap::Args, Clone, Debug)]
+pub struct Config {
+    /// Listen address. Default `0.0.0.0`.
+    #[arg(long, env = "HOST", default_value = defaults::HOST)]
+    pub host: String,
+    /// Listen port. Default 6632.
+    #[arg(long, env = "PORT", default_value_t = defaults::PORT)]
+    pub port: u16,
+    /// Async runtime worker threads (read by the binary). Default: the CPU count.
+    #[arg(long, env = "NUM_WORKERS", value_parser = parse_positive_usize)]
+    pub num_workers: Option<usize>,
+    /// Instance name in health, logs and metrics. Default `<hostname>-<pid>`.
+    #[arg(long, env = "WORKER_ID")]
+    pub worker_id: Option<String>,
+    /// Log filter: `trace`, `debug`, `info`, `warn`, `error` or a full directive. Default `info`.
+    #[arg(long, env = "LOG_LEVEL", default_value = defaults::LOG_LEVEL)]
+    pub log_level: String,
+    /// Log format: `text` or `json`. Default `text`.
+    #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Value of `Access-Control-Allow-Origin` on every response. Default `*`.
+    #[arg(long, env = "CORS_ALLOW_ORIGIN", default_value = defaults::CORS_ALLOW_ORIGIN)]
+    pub cors_allow_origin: String,
+    /// Time to finish in-flight work after the shutdown signal, milliseconds. Default 10 000.
+    #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = defaults::SHUTDOWN_GRACE_MS)]
+    pub shutdown_grace_ms: u64,
+    /// Status of an empty pop: `204`, or `200` for the body form of spec §2.2. Default 204.
+    #[arg(long, env = "POP_EMPTY_STATUS", default_value_t = defaults::POP_EMPTY_STATUS,
+          value_parser = parse_pop_empty_status)]
+    pub pop_empty_status: u16,
+    /// Failover-buffer directory of this instance; must not be shared between instances.
+    /// Default `/var/lib/regina/buffer`. This version has no failover buffer and does not use it
+    /// yet: pushes answer `503` while PostgreSQL is unreachable.
+    #[arg(long, env = "FILE_BUFFER_DIR", default_value = defaults::FILE_BUFFER_DIR)]
+    pub file_buffer_dir: String,
+
+    /// Database URL (`postgres://user:pass@host:port/db`); wins over the `PG_*` settings.
+    /// Default: none.
+    #[arg(long, env = "DATABASE_URL")]
+    pub database_url: Option<String>,
+    /// Database host (or Unix socket directory). Default `localhost`.
+    #[arg(long, env = "PG_HOST", default_value = defaults::PG_HOST)]
+    pub pg_host: String,
+    /// Database port. Default 5432.
+    #[arg(long, env = "PG_PORT", default_value_t = defaults::PG_PORT)]
+    pub pg_port: u16,
+    /// Database name. Default `postgres`.
+    #[arg(long, env = "PG_DB", default_value = defaults::PG_DB)]
+    pub pg_db: String,
+    /// Database user. Default `postgres`.
+    #[arg(long, env = "PG_USER", default_value = defaults::PG_USER)]
+    pub pg_user: String,
+    /// Database password. Default: none.
+    #[arg(long, env = "PG_PASSWORD")]
+    pub pg_password: Option<String>,
+    /// Connections of the shared pool (plus one for leadership). Default 16.
+    #[arg(long, env = "DB_POOL_SIZE", default_value_t = defaults::DB_POOL_SIZE,
+          value_parser = parse_positive_usize)]
+    pub db_pool_size: usize,
+    /// Connect and pool-acquire timeout, milliseconds. Default 2 000.
+    #[arg(long = "db-connection-timeout", env = "DB_CONNECTION_TIMEOUT",
+          default_value_t = defaults::DB_CONNECTION_TIMEOUT_MS)]
+    pub db_connection_timeout_ms: u64,
+    /// `statement_timeout` of request work, milliseconds (0: none). Default 30 000.
+    #[arg(long = "db-statement-timeout", env = "DB_STATEMENT_TIMEOUT",
+          default_value_t = defaults::DB_STATEMENT_TIMEOUT_MS)]
+    pub db_statement_timeout_ms: u64,
+    /// `lock_timeout`, milliseconds (0: none). Default 10 000.
+    #[arg(long = "db-lock-timeout", env = "DB_LOCK_TIMEOUT",
+          default_value_t = defaults::DB_LOCK_TIMEOUT_MS)]
+    pub db_lock_timeout_ms: u64,
+
+    /// Largest request body, bytes. Default 16 MiB.
+    #[arg(long, env = "BODY_BYTES_MAX", default_value_t = defaults::BODY_BYTES_MAX,
+          value_parser = parse_positive_usize)]
+    pub body_bytes_max: usize,
+    /// Deepest JSON nesting of a request body, levels. Default 64.
+    #[arg(long, env = "JSON_DEPTH_MAX", default_value_t = defaults::JSON_DEPTH_MAX,
+          value_parser = parse_positive_usize)]
+    pub json_depth_max: usize,
+    /// Items per push request. Default 10 000.
+    #[arg(long, env = "PUSH_ITEMS_MAX", default_value_t = defaults::PUSH_ITEMS_MAX,
+          value_parser = parse_positive_usize)]
+    pub push_items_max: usize,
+    /// Acknowledgments per `/ack/batch` request. Default 10 000.
+    #[arg(long, env = "ACK_ITEMS_MAX", default_value_t = defaults::ACK_ITEMS_MAX,
+          value_parser = parse_positive_usize)]
+    pub ack_items_max: usize,
+    /// Messages per pop (`batch`). Default 10 000.
+    #[arg(long, env = "POP_BATCH_MAX", default_value_t = defaults::POP_BATCH_MAX,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub pop_batch_max: u32,
+    /// Partitions claimed per pop (`partitions`). Default 1 000.
+    #[arg(long, env = "POP_PARTITIONS_MAX", default_value_t = defaults::POP_PARTITIONS_MAX,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub pop_partitions_max: u32,
+    /// Longest long-poll `timeout`, milliseconds. Default 300 000.
+    #[arg(long, env = "POP_TIMEOUT_MS_MAX", default_value_t = defaults::POP_TIMEOUT_MS_MAX)]
+    pub pop_timeout_ms_max: u64,
+    /// Parked long-polls per instance. Default 10 000.
+    #[arg(long, env = "LONGPOLL_WAITERS_MAX", default_value_t = defaults::LONGPOLL_WAITERS_MAX)]
+    pub longpoll_waiters_max: usize,
+    /// Requests in flight per instance. Default 20 000.
+    #[arg(long, env = "HTTP_INFLIGHT_MAX", default_value_t = defaults::HTTP_INFLIGHT_MAX,
+          value_parser = parse_positive_usize)]
+    pub http_inflight_max: usize,
+    /// Longest queue, partition or consumer-group name, characters. Default 255.
+    #[arg(long, env = "NAME_CHARS_MAX", default_value_t = defaults::NAME_CHARS_MAX,
+          value_parser = parse_positive_usize)]
+    pub name_chars_max: usize,
+
+    /// Pop `timeout` default, milliseconds. Default 30 000.
+    #[arg(long = "default-timeout", env = "DEFAULT_TIMEOUT",
+          default_value_t = defaults::DEFAULT_TIMEOUT_MS)]
+    pub default_timeout_ms: u64,
+    /// Pop `batch` default, messages. Default 1.
+    #[arg(long, env = "DEFAULT_BATCH_SIZE", default_value_t = defaults::DEFAULT_BATCH_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub default_batch_size: u32,
+    /// Subscription of new named groups when a pop names none: `all`, `new`, `new-only`.
+    /// Default `all`.
+    #[arg(long, env = "DEFAULT_SUBSCRIPTION_MODE", value_enum,
+          default_value_t = SubscriptionMode::All)]
+    pub default_subscription_mode: SubscriptionMode,
+    /// Safety re-check period of parked pops, milliseconds (0 disables). Default 5 000.
+    #[arg(long, env = "LONGPOLL_RECHECK_MS", default_value_t = defaults::LONGPOLL_RECHECK_MS)]
+    pub longpoll_recheck_ms: u64,
+    /// Time a request may wait to be fused with others, microseconds (0: fuse only what is
+    /// already waiting). Default 0.
+    #[arg(long, env = "BATCH_HOLD_US", default_value_t = defaults::BATCH_HOLD_US)]
+    pub batch_hold_us: u64,
+    /// Requests fused into one database call. Default 1 000.
+    #[arg(long, env = "BATCH_REQUESTS_MAX", default_value_t = defaults::BATCH_REQUESTS_MAX,
+          value_parser = parse_positive_usize)]
+    pub batch_requests_max: usize,
+    /// Period of the leader's expired-lease sweep, milliseconds. Default 1 000.
+    #[arg(long, env = "LEASE_SWEEP_INTERVAL_MS", default_value_t = defaults::LEASE_SWEEP_INTERVAL_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub lease_sweep_interval_ms: u64,
+}
+
+impl Default for Config {
+    /// The spec's defaults; reads no environment.
+    fn default() -> Self {
+        use defaults as d;
+        Config {
+            host: d::HOST.to_owned(),
+            port: d::PORT,
+            num_workers: None,
+            worker_id: None,
+            log_level: d::LOG_LEVEL.to_owned(),
+            log_format: LogFormat::Text,
+            cors_allow_origin: d::CORS_ALLOW_ORIGIN.to_owned(),
+            shutdown_grace_ms: d::SHUTDOWN_GRACE_MS,
+            pop_empty_status: d::POP_EMPTY_STATUS,
+            file_buffer_dir: d::FILE_BUFFER_DIR.to_owned(),
+            database_url: None,
+            pg_host: d::PG_HOST.to_owned(),
+            pg_port: d::PG_PORT,
+            pg_db: d::PG_DB.to_owned(),
+            pg_user: d::PG_USER.to_owned(),
+            pg_password: None,
+            db_pool_size: d::DB_POOL_SIZE,
+            db_connection_timeout_ms: d::DB_CONNECTION_TIMEOUT_MS,
+            db_statement_timeout_ms: d::DB_STATEMENT_TIMEOUT_MS,
+            db_lock_timeout_ms: d::DB_LOCK_TIMEOUT_MS,
+            body_bytes_max: d::BODY_BYTES_MAX,
+            json_depth_max: d::JSON_DEPTH_MAX,
+            push_items_max: d::PUSH_ITEMS_MAX,
+            ack_items_max: d::ACK_ITEMS_MAX,
+            pop_batch_max: d::POP_BATCH_MAX,
+            pop_partitions_max: d::POP_PARTITIONS_MAX,
+            pop_timeout_ms_max: d::POP_TIMEOUT_MS_MAX,
+            longpoll_waiters_max: d::LONGPOLL_WAITERS_MAX,
+            http_inflight_max: d::HTTP_INFLIGHT_MAX,
+            name_chars_max: d::NAME_CHARS_MAX,
+            default_timeout_ms: d::DEFAULT_TIMEOUT_MS,
+            default_batch_size: d::DEFAULT_BATCH_SIZE,
+            default_subscription_mode: SubscriptionMode::All,
+            longpoll_recheck_ms: d::LONGPOLL_RECHECK_MS,
+            batch_hold_us: d::BATCH_HOLD_US,
+            batch_requests_max: d::BATCH_REQUESTS_MAX,
+            lease_sweep_interval_ms: d::LEASE_SWEEP_INTERVAL_MS,
+        }
+    }
+}
+
+/// Characters escaped in the user, password, host and database parts of a built URL.
+const URL_PART: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
+impl Config {
+    /// The database to connect to: `DATABASE_URL` when set, else a URL built from `PG_*`.
+    pub fn database_url(&self) -> String {
+        if let Some(url) = self
+            .database_url
+            .as_deref()
+            .filter(|u| !u.trim().is_empty())
+        {
+            return url.to_owned();
+        }
+        let user = utf8_percent_encode(&self.pg_user, URL_PART);
+        let credentials = match self.pg_password.as_deref().filter(|p| !p.is_empty()) {
+            Some(password) => format!("{user}:{}", utf8_percent_encode(password, URL_PART)),
+            None => user.to_string(),
+        };
+        // An IPv6 literal needs brackets; a socket directory (contains '/') is percent-encoded.
+        let host = if self.pg_host.contains(':') && !self.pg_host.starts_with('[') {
+            format!("[{}]", self.pg_host)
+        } else {
+            utf8_percent_encode(&self.pg_host, URL_PART).to_string()
+        };
+        let db = utf8_percent_encode(&self.pg_db, URL_PART);
+        format!("postgres://{credentials}@{host}:{}/{db}", self.pg_port)
+    }
+
+    /// `WORKER_ID`, or `<hostname>-<pid>` when unset.
+    pub fn worker_id(&self) -> String {
+        match self.worker_id.as_deref().filter(|w| !w.trim().is_empty()) {
+            Some(id) => id.to_owned(),
+            None => format!("{}-{}", hostname(), std::process::id()),
+        }
+    }
+
+    /// `SHUTDOWN_GRACE_MS` as a duration.
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+
+    /// `DB_CONNECTION_TIMEOUT` as a duration (at least 1 ms).
+    pub fn db_connection_timeout(&self) -> Duration {
+        Duration::from_millis(self.db_connection_timeout_ms.max(1))
+    }
+}
+
+/// The machine's host name, from the kernel (no environment), or `regina` when unknown.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|h| h.trim().to_owned())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "regina".to_owned())
+}
+
+fn parse_pop_empty_status(text: &str) -> Result<u16, String> {
+    match text.trim() {
+        "204" => Ok(204),
+        "200" => Ok(200),
+        other => Err(format!("must be 204 or 200, not {other:?}")),
+    }
+}
+
+fn parse_positive_usize(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a positive integer: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn database_url_wins_over_pg_settings() {
+        let config = Config {
+            database_url: Some("postgres://a@b:1/c".into()),
+            pg_host: "elsewhere".into(),
+            ..Config::default()
+        };
+        assert_eq!(config.database_url(), "postgres://a@b:1/c");
+    }
+
+    #[test]
+    fn database_url_is_built_from_pg_settings_with_escaping() {
+        let config = Config {
+            pg_user: "us er".into(),
+            pg_password: Some("p@ss:/".into()),
+            pg_host: "/tmp/sock dir".into(),
+            pg_port: 5433,
+            pg_db: "db".into(),
+            ..Config::default()
+        };
+        assert_eq!(
+            config.database_url(),
+            "postgres://us%20er:p%40ss%3A%2F@%2Ftmp%2Fsock%20dir:5433/db"
+        );
+        let ipv6 = Config {
+            pg_host: "::1".into(),
+            ..Config::default()
+        };
+        assert_eq!(
+            ipv6.database_url(),
+            "postgres://postgres@[::1]:5432/postgres"
+        );
+    }
+
+    #[test]
+    fn defaults_follow_the_spec() {
+        let config = Config::default();
+        assert_eq!(config.port, 6632);
+        assert_eq!(config.db_pool_size, 16);
+        assert_eq!(config.body_bytes_max, 16 * 1024 * 1024);
+        assert_eq!(config.pop_empty_status, 204);
+        assert_eq!(
+            config.database_url(),
+            "postgres://postgres@localhost:5432/postgres"
+        );
+        assert!(!config.worker_id().is_empty());
+    }
+
+    #[test]
+    fn pop_empty_status_accepts_only_204_and_200() {
+        assert_eq!(parse_pop_empty_status("200"), Ok(200));
+        assert!(parse_pop_empty_status("404").is_err());
+    }
+}

@@ -1,0 +1,204 @@
+//! PostgreSQL access: the connection pool, the migration runner and every SQL text of the broker.
+//!
+//! Requests travel as one JSON array per fused call (`$1::text::jsonb`, sql/README.md) and results
+//! come back as `result::text`, so payloads are never parsed into trees on the way through.
+
+mod error;
+mod listen;
+pub(crate) mod migrate;
+mod pool;
+
+use tokio_postgres::{Client, Row};
+use uuid::Uuid;
+
+pub(crate) use error::DbError;
+pub(crate) use pool::{ConnectSettings, Db};
+
+/// The prepared statements of a pool session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Stmt {
+    /// `regina.push`.
+    Push,
+    /// `regina.pop`.
+    Pop,
+    /// `regina.ack`.
+    Ack,
+    /// `regina.lease_extend`.
+    LeaseExtend,
+    /// `regina.lease_release`.
+    LeaseRelease,
+    /// `regina.configure`.
+    Configure,
+    /// `regina.dlq_list`.
+    DlqList,
+    /// Health probe.
+    Ping,
+}
+
+impl Stmt {
+    /// Number of variants (size of a session's statement cache).
+    pub(crate) const COUNT: usize = 8;
+
+    fn sql(self) -> &'static str {
+        match self {
+            Stmt::Push => "select idx, result::text from regina.push($1::text::jsonb, $2::boolean)",
+            Stmt::Pop => "select idx, result::text from regina.pop($1::text::jsonb)",
+            Stmt::Ack => {
+                "select idx, result::text, wake_queue, wake_group from regina.ack($1::text::jsonb)"
+            }
+            Stmt::LeaseExtend => {
+                "select idx, result::text from regina.lease_extend($1::text::jsonb)"
+            }
+            Stmt::LeaseRelease => {
+                "select queue_name, consumer_group from regina.lease_release($1::uuid[])"
+            }
+            Stmt::Configure => "select regina.configure($1::text::jsonb)::text",
+            Stmt::DlqList => "select regina.dlq_list($1::text::jsonb)::text",
+            Stmt::Ping => "select 1",
+        }
+    }
+}
+
+/// One result row of a batch function: the input index and the wire-ready JSON text.
+#[derive(Debug)]
+pub(crate) struct IndexedRow {
+    /// 0-based position in the input array.
+    pub(crate) idx: usize,
+    /// `result::text`.
+    pub(crate) result: String,
+}
+
+/// One row of `regina.ack`: the result plus the waiters to wake when the ack ended a lease.
+#[derive(Debug)]
+pub(crate) struct AckRow {
+    /// The indexed result.
+    pub(crate) row: IndexedRow,
+    /// Queue and group whose waiters should retry, when the ack ended a lease.
+    pub(crate) wake: Option<(String, String)>,
+}
+
+fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
+    let idx: i32 = row
+        .try_get(0)
+        .map_err(|e| DbError::Internal(e.to_string()))?;
+    let result: Option<String> = row
+        .try_get(1)
+        .map_err(|e| DbError::Internal(e.to_string()))?;
+    let idx = usize::try_from(idx).map_err(|_| DbError::Internal(format!("negative idx {idx}")))?;
+    Ok(IndexedRow {
+        idx,
+        result: result.unwrap_or_else(|| "null".to_owned()),
+    })
+}
+
+fn pairs(rows: &[Row]) -> Result<Vec<(String, String)>, DbError> {
+    rows.iter()
+        .map(|r| {
+            Ok((
+                r.try_get(0).map_err(|e| DbError::Internal(e.to_string()))?,
+                r.try_get(1).map_err(|e| DbError::Internal(e.to_string()))?,
+            ))
+        })
+        .collect()
+}
+
+fn single_text(rows: &[Row]) -> Result<String, DbError> {
+    let row = rows
+        .first()
+        .ok_or_else(|| DbError::Internal("no row returned".to_owned()))?;
+    row.try_get(0).map_err(|e| DbError::Internal(e.to_string()))
+}
+
+impl Db {
+    /// `regina.push(items, notify)`: one row per item.
+    pub(crate) async fn push(&self, items: &str, notify: bool) -> Result<Vec<IndexedRow>, DbError> {
+        let rows = self.query(Stmt::Push, &[&items, &notify]).await?;
+        rows.iter().map(indexed).collect()
+    }
+
+    /// `regina.pop(requests)`: one row per pop request.
+    pub(crate) async fn pop(&self, requests: &str) -> Result<Vec<IndexedRow>, DbError> {
+        let rows = self.query(Stmt::Pop, &[&requests]).await?;
+        rows.iter().map(indexed).collect()
+    }
+
+    /// `regina.ack(acks)`: one row per ack item.
+    pub(crate) async fn ack(&self, acks: &str) -> Result<Vec<AckRow>, DbError> {
+        let rows = self.query(Stmt::Ack, &[&acks]).await?;
+        rows.iter()
+            .map(|r| {
+                let queue: Option<String> =
+                    r.try_get(2).map_err(|e| DbError::Internal(e.to_string()))?;
+                let group: Option<String> =
+                    r.try_get(3).map_err(|e| DbError::Internal(e.to_string()))?;
+                Ok(AckRow {
+                    row: indexed(r)?,
+                    wake: queue.zip(group),
+                })
+            })
+            .collect()
+    }
+
+    /// `regina.lease_extend(requests)`: one row per request.
+    pub(crate) async fn lease_extend(&self, requests: &str) -> Result<Vec<IndexedRow>, DbError> {
+        let rows = self.query(Stmt::LeaseExtend, &[&requests]).await?;
+        rows.iter().map(indexed).collect()
+    }
+
+    /// `regina.lease_release(ids)`: the (queue, group) pairs whose lease ended.
+    pub(crate) async fn lease_release(
+        &self,
+        lease_ids: &[Uuid],
+    ) -> Result<Vec<(String, String)>, DbError> {
+        let ids = lease_ids.to_vec();
+        let rows = self.query(Stmt::LeaseRelease, &[&ids]).await?;
+        pairs(&rows)
+    }
+
+    /// `regina.configure(request)`: the configure response body (with `created`).
+    pub(crate) async fn configure(&self, request: &str) -> Result<String, DbError> {
+        single_text(&self.query(Stmt::Configure, &[&request]).await?)
+    }
+
+    /// `regina.dlq_list(query)`: the DLQ listing body.
+    pub(crate) async fn dlq_list(&self, query: &str) -> Result<String, DbError> {
+        single_text(&self.query(Stmt::DlqList, &[&query]).await?)
+    }
+
+    /// Runs a trivial query (health).
+    pub(crate) async fn ping(&self) -> Result<(), DbError> {
+        self.query(Stmt::Ping, &[]).await.map(|_| ())
+    }
+}
+
+/// Key of the session advisory lock held by the leader (ASCII "regina" + 1).
+const LEADER_LOCK_KEY: i64 = 0x7265_6769_6e61_0001;
+
+/// Statements of the leader's dedicated session (not pooled: the lock lives with the session).
+pub(crate) mod leader {
+    use super::*;
+
+    /// Tries to become leader; true when this session holds the leader lock.
+    pub(crate) async fn try_lock(client: &Client) -> Result<bool, DbError> {
+        let row = client
+            .query_one("select pg_try_advisory_lock($1)", &[&LEADER_LOCK_KEY])
+            .await
+            .map_err(|e| error::classify(&e))?;
+        row.try_get(0).map_err(|e| DbError::Internal(e.to_string()))
+    }
+
+    /// `regina.lease_sweep(limit)`: the (queue, group) pairs whose lease expired.
+    pub(crate) async fn lease_sweep(
+        client: &Client,
+        limit: i32,
+    ) -> Result<Vec<(String, String)>, DbError> {
+        let rows = client
+            .query(
+                "select queue_name, consumer_group from regina.lease_sweep($1::int)",
+                &[&limit],
+            )
+            .await
+            .map_err(|e| error::classify(&e))?;
+        pairs(&rows)
+    }
+}

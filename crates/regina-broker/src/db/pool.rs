@@ -1,0 +1,296 @@
+//! A small pool of pipelined PostgreSQL connections that repairs itself.
+//!
+//! tokio-postgres pipelines concurrent statements on one `Client`, so a handful of connections
+//! serve many concurrent batches; callers share connections round-robin instead of checking them
+//! out. A broken connection is replaced on demand, one connect attempt per slot at a time.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, NoTls, Row, Statement};
+
+use super::error::{classify, DbError};
+use super::Stmt;
+use crate::config::Config;
+use crate::error::Error;
+
+/// How to open one session: target, timeouts and the session settings applied on connect.
+#[derive(Clone)]
+pub(crate) struct ConnectSettings {
+    pg: tokio_postgres::Config,
+    connect_timeout: Duration,
+    statement_timeout_ms: u64,
+    lock_timeout_ms: u64,
+}
+
+impl ConnectSettings {
+    /// Settings for sessions named `regina-<role>-<worker>` with the configured timeouts.
+    ///
+    /// # Errors
+    /// [`Error::Config`] when the database URL cannot be parsed.
+    pub(crate) fn new(config: &Config, role: &str) -> Result<Self, Error> {
+        let mut pg: tokio_postgres::Config = config
+            .database_url()
+            .parse()
+            .map_err(|e| Error::Config(format!("DATABASE_URL / PG_*: {e}")))?;
+        let name: String = format!("regina-{role}-{}", config.worker_id())
+            .chars()
+            .take(63)
+            .collect();
+        pg.application_name(name);
+        pg.connect_timeout(config.db_connection_timeout());
+        Ok(ConnectSettings {
+            pg,
+            connect_timeout: config.db_connection_timeout(),
+            statement_timeout_ms: config.db_statement_timeout_ms,
+            lock_timeout_ms: config.db_lock_timeout_ms,
+        })
+    }
+
+    /// The same target and timeouts with another `statement_timeout` (background jobs).
+    pub(crate) fn with_statement_timeout_ms(mut self, statement_timeout_ms: u64) -> Self {
+        self.statement_timeout_ms = statement_timeout_ms;
+        self
+    }
+
+    /// Opens one session and applies the session settings.
+    ///
+    /// # Errors
+    /// [`DbError::Unavailable`] when PostgreSQL does not answer within the connect timeout.
+    pub(crate) async fn connect(&self) -> Result<Client, DbError> {
+        let connecting = async {
+            let (client, connection) = self.pg.connect(NoTls).await.map_err(|e| classify(&e))?;
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::warn!(%error, "database connection ended");
+                }
+            });
+            let session_sql = format!(
+                "set statement_timeout = {}; set lock_timeout = {}",
+                self.statement_timeout_ms, self.lock_timeout_ms
+            );
+            client
+                .batch_execute(&session_sql)
+                .await
+                .map_err(|e| classify(&e))?;
+            Ok::<_, DbError>(client)
+        };
+        match tokio::time::timeout(self.connect_timeout, connecting).await {
+            Ok(Ok(client)) => Ok(client),
+            // Whatever failed while connecting, the database is not usable right now.
+            Ok(Err(error)) => Err(DbError::Unavailable(error.to_string())),
+            Err(_) => Err(DbError::Unavailable("connect timed out".to_owned())),
+        }
+    }
+
+    /// The connection target.
+    pub(super) fn pg(&self) -> &tokio_postgres::Config {
+        &self.pg
+    }
+
+    /// The connect / acquire timeout (`DB_CONNECTION_TIMEOUT`).
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        self.connect_timeout
+    }
+}
+
+/// One live session with its prepared statements.
+pub(crate) struct Conn {
+    client: Client,
+    backend_pid: i32,
+    prepared: Mutex<[Option<Statement>; Stmt::COUNT]>,
+}
+
+impl Conn {
+    async fn open(settings: &ConnectSettings) -> Result<Conn, DbError> {
+        let client = settings.connect().await?;
+        // The backend pid tells this instance's own push notifications from other instances'.
+        let row = client
+            .query_one("select pg_backend_pid()", &[])
+            .await
+            .map_err(|e| classify(&e))?;
+        let backend_pid = row
+            .try_get(0)
+            .map_err(|e| DbError::Internal(e.to_string()))?;
+        Ok(Conn {
+            client,
+            backend_pid,
+            prepared: Mutex::new(Default::default()),
+        })
+    }
+
+    /// Prepares `stmt` once per session; later calls reuse it.
+    async fn statement(&self, stmt: Stmt) -> Result<Statement, DbError> {
+        let cached =
+            self.prepared.lock().unwrap_or_else(PoisonError::into_inner)[stmt as usize].clone();
+        if let Some(statement) = cached {
+            return Ok(statement);
+        }
+        let statement = self
+            .client
+            .prepare(stmt.sql())
+            .await
+            .map_err(|e| classify(&e))?;
+        self.prepared.lock().unwrap_or_else(PoisonError::into_inner)[stmt as usize] =
+            Some(statement.clone());
+        Ok(statement)
+    }
+
+    /// Runs a prepared hot statement.
+    pub(crate) async fn query(
+        &self,
+        stmt: Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, DbError> {
+        let statement = self.statement(stmt).await?;
+        self.client
+            .query(&statement, params)
+            .await
+            .map_err(|e| classify(&e))
+    }
+}
+
+struct Slot {
+    conn: Mutex<Option<Arc<Conn>>>,
+    /// Serialises connect attempts of this slot, so a failure is not retried by every caller.
+    connecting: tokio::sync::Mutex<()>,
+    repairing: AtomicBool,
+}
+
+impl Slot {
+    fn healthy(&self) -> Option<Arc<Conn>> {
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        conn.as_ref().filter(|c| !c.client.is_closed()).cloned()
+    }
+
+    fn set(&self, conn: Option<Arc<Conn>>) {
+        *self.conn.lock().unwrap_or_else(PoisonError::into_inner) = conn;
+    }
+}
+
+/// The shared connection pool (`DB_POOL_SIZE` sessions).
+#[derive(Clone)]
+pub(crate) struct Db {
+    inner: Arc<Pool>,
+}
+
+struct Pool {
+    settings: ConnectSettings,
+    slots: Box<[Slot]>,
+    next: AtomicUsize,
+}
+
+impl Db {
+    /// Opens the pool; fails when not even the first connection can be made.
+    ///
+    /// # Errors
+    /// [`Error::Connect`] when PostgreSQL is unreachable.
+    pub(crate) async fn open(settings: ConnectSettings, size: usize) -> Result<Db, Error> {
+        let slots = (0..size.max(1))
+            .map(|_| Slot {
+                conn: Mutex::new(None),
+                connecting: tokio::sync::Mutex::new(()),
+                repairing: AtomicBool::new(false),
+            })
+            .collect();
+        let db = Db {
+            inner: Arc::new(Pool {
+                settings,
+                slots,
+                next: AtomicUsize::new(0),
+            }),
+        };
+        // Sessions open in parallel: startup costs one connect, not `size` of them.
+        let opened =
+            futures::future::join_all((0..db.inner.slots.len()).map(|i| db.reconnect(i))).await;
+        for (index, result) in opened.into_iter().enumerate() {
+            if let Err(error) = result {
+                if index == 0 {
+                    return Err(Error::Connect(error.to_string()));
+                }
+                tracing::warn!(%error, "pool connection not opened; it will be retried on use");
+            }
+        }
+        Ok(db)
+    }
+
+    /// Runs a hot statement on the next healthy connection.
+    ///
+    /// # Errors
+    /// [`DbError`] as classified from the failure.
+    pub(crate) async fn query(
+        &self,
+        stmt: Stmt,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, DbError> {
+        let conn = self.conn().await?;
+        conn.query(stmt, params).await
+    }
+
+    /// A healthy connection, reconnecting one if none is, within `DB_CONNECTION_TIMEOUT`.
+    pub(crate) async fn conn(&self) -> Result<Arc<Conn>, DbError> {
+        let slots = &self.inner.slots;
+        let start = self.inner.next.fetch_add(1, Ordering::Relaxed) % slots.len();
+        for offset in 0..slots.len() {
+            let index = (start + offset) % slots.len();
+            if let Some(conn) = slots[index].healthy() {
+                if offset > 0 {
+                    self.repair_in_background(start);
+                }
+                return Ok(conn);
+            }
+        }
+        match tokio::time::timeout(self.inner.settings.connect_timeout(), self.reconnect(start))
+            .await
+        {
+            Ok(result) => result,
+            Err(_) => Err(DbError::Unavailable(
+                "no database connection within the timeout".into(),
+            )),
+        }
+    }
+
+    /// Whether `pid` is the backend of one of this pool's sessions.
+    pub(crate) fn owns_backend(&self, pid: i32) -> bool {
+        self.inner.slots.iter().any(|slot| {
+            let conn = slot.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            conn.as_ref().is_some_and(|c| c.backend_pid == pid)
+        })
+    }
+
+    /// Drops every connection (shutdown).
+    pub(crate) fn close(&self) {
+        for slot in self.inner.slots.iter() {
+            slot.set(None);
+        }
+    }
+
+    async fn reconnect(&self, index: usize) -> Result<Arc<Conn>, DbError> {
+        let slot = &self.inner.slots[index];
+        let _connecting = slot.connecting.lock().await;
+        if let Some(conn) = slot.healthy() {
+            return Ok(conn);
+        }
+        let conn = Arc::new(Conn::open(&self.inner.settings).await?);
+        slot.set(Some(conn.clone()));
+        Ok(conn)
+    }
+
+    fn repair_in_background(&self, index: usize) {
+        let slot = &self.inner.slots[index];
+        if slot.repairing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let db = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = db.reconnect(index).await {
+                tracing::debug!(%error, index, "pool connection repair failed");
+            }
+            db.inner.slots[index]
+                .repairing
+                .store(false, Ordering::Release);
+        });
+    }
+}

@@ -1,0 +1,234 @@
+//! Opportunistic batching: one dispatcher per operation kind with a few in-flight slots. When a
+//! slot frees, everything waiting (up to `BATCH_REQUESTS_MAX`) goes out as one database call, so
+//! an idle broker answers in one round trip and a loaded one grows its batches by itself.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
+
+use crate::db::{Db, DbError};
+
+/// Deadlocks and serialization failures are repeated in-process this many times (spec §4.14).
+const CONFLICT_RETRIES_MAX: usize = 3;
+
+/// One kind of fused database call.
+pub(crate) trait BatchOp: Send + Sync + 'static {
+    /// One HTTP request's share of a call.
+    type Request: Send + Sync + 'static;
+    /// Its answer.
+    type Response: Send + 'static;
+    /// Name in logs and spans.
+    const NAME: &'static str;
+
+    /// Runs one call for `requests` and answers each, in order.
+    ///
+    /// # Errors
+    /// The call's [`DbError`]; the batcher decides whether to isolate requests.
+    fn call(
+        &self,
+        db: &Db,
+        requests: &[&Self::Request],
+    ) -> impl Future<Output = Result<Vec<Self::Response>, DbError>> + Send;
+
+    /// Handles answers whose requester went away before receiving them.
+    fn abandoned(
+        &self,
+        _db: &Db,
+        _responses: Vec<Self::Response>,
+    ) -> impl Future<Output = ()> + Send {
+        async {}
+    }
+}
+
+/// Tuning of one batcher.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BatchSettings {
+    /// Calls of this kind in flight at once.
+    pub(crate) slots: usize,
+    /// Requests fused into one call at most (`BATCH_REQUESTS_MAX`).
+    pub(crate) requests_max: usize,
+    /// Optional wait for more requests before sending (`BATCH_HOLD_US`).
+    pub(crate) hold: Duration,
+}
+
+struct Job<O: BatchOp> {
+    request: O::Request,
+    reply: oneshot::Sender<Result<O::Response, DbError>>,
+}
+
+/// The submitting side of one operation kind's batcher.
+pub(crate) struct Batcher<O: BatchOp> {
+    sender: mpsc::UnboundedSender<Job<O>>,
+}
+
+impl<O: BatchOp> Batcher<O> {
+    /// Starts the dispatcher task.
+    pub(crate) fn start(op: Arc<O>, db: Db, settings: BatchSettings) -> Self {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        tokio::spawn(dispatch(op, db, settings, receiver));
+        Batcher { sender }
+    }
+
+    /// Queues a request and waits for its answer. Dropping the future abandons the request: if it
+    /// was not sent yet it never will be; if it was, [`BatchOp::abandoned`] gets the answer.
+    ///
+    /// # Errors
+    /// The [`DbError`] of the call that carried the request.
+    pub(crate) async fn submit(&self, request: O::Request) -> Result<O::Response, DbError> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send(Job { request, reply })
+            .map_err(|_| DbError::Unavailable("broker is shutting down".to_owned()))?;
+        answer
+            .await
+            .map_err(|_| DbError::Internal(format!("{} batch dropped the request", O::NAME)))?
+    }
+}
+
+async fn dispatch<O: BatchOp>(
+    op: Arc<O>,
+    db: Db,
+    settings: BatchSettings,
+    mut receiver: mpsc::UnboundedReceiver<Job<O>>,
+) {
+    let slots = Arc::new(Semaphore::new(settings.slots.max(1)));
+    loop {
+        // Wait for a free slot first: while all are busy, requests pile up and fuse.
+        let Ok(permit) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(first) = receiver.recv().await else {
+            return;
+        };
+        if !settings.hold.is_zero() {
+            tokio::time::sleep(settings.hold).await;
+        }
+        let mut jobs = vec![first];
+        while jobs.len() < settings.requests_max.max(1) {
+            match receiver.try_recv() {
+                Ok(job) => jobs.push(job),
+                Err(_) => break,
+            }
+        }
+        // Requesters that already left need no database work.
+        jobs.retain(|job| !job.reply.is_closed());
+        if jobs.is_empty() {
+            continue;
+        }
+        tokio::spawn(run_batch(op.clone(), db.clone(), jobs, permit));
+    }
+}
+
+async fn run_batch<O: BatchOp>(
+    op: Arc<O>,
+    db: Db,
+    jobs: Vec<Job<O>>,
+    _permit: OwnedSemaphorePermit,
+) {
+    let span = tracing::info_span!("batch", op = O::NAME, requests = jobs.len());
+    async move {
+        let (requests, replies): (Vec<_>, Vec<_>) =
+            jobs.into_iter().map(|j| (j.request, j.reply)).unzip();
+        let refs: Vec<&O::Request> = requests.iter().collect();
+        let started = std::time::Instant::now();
+        let outcome = call_with_retries(&*op, &db, &refs).await;
+        tracing::debug!(
+            elapsed_us = started.elapsed().as_micros() as u64,
+            ok = outcome.is_ok(),
+            "batch done"
+        );
+        match outcome {
+            Ok(responses) => deliver(&*op, &db, replies, responses).await,
+            Err(error) if error.is_isolatable() && refs.len() > 1 => {
+                tracing::warn!(%error, "fused call failed; running its requests one by one");
+                isolate(&*op, &db, &refs, replies).await;
+            }
+            Err(error) => {
+                if !matches!(error, DbError::Unavailable(_) | DbError::Timeout(_)) {
+                    tracing::error!(%error, "batch failed");
+                }
+                for reply in replies {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+    .instrument(span)
+    .await
+}
+
+async fn call_with_retries<O: BatchOp>(
+    op: &O,
+    db: &Db,
+    requests: &[&O::Request],
+) -> Result<Vec<O::Response>, DbError> {
+    let mut attempt = 0;
+    loop {
+        match op.call(db, requests).await {
+            Err(DbError::Conflict(message)) if attempt < CONFLICT_RETRIES_MAX => {
+                attempt += 1;
+                tracing::debug!(%message, attempt, "conflict; repeating the call");
+            }
+            Ok(responses) if responses.len() != requests.len() => {
+                return Err(DbError::Internal(format!(
+                    "{} returned {} answers for {} requests",
+                    O::NAME,
+                    responses.len(),
+                    requests.len()
+                )));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Re-runs each request of a failed fused call on its own, so one bad request never fails its
+/// neighbours (spec §5.5).
+async fn isolate<O: BatchOp>(
+    op: &O,
+    db: &Db,
+    requests: &[&O::Request],
+    replies: Vec<oneshot::Sender<Result<O::Response, DbError>>>,
+) {
+    let calls = requests
+        .iter()
+        .map(|request| call_with_retries(op, db, std::slice::from_ref(request)));
+    let outcomes = futures::future::join_all(calls).await;
+    let mut abandoned = Vec::new();
+    for (outcome, reply) in outcomes.into_iter().zip(replies) {
+        let answer = outcome.and_then(|mut responses| {
+            responses
+                .pop()
+                .ok_or_else(|| DbError::Internal("no answer".to_owned()))
+        });
+        if let Err(error) = &answer {
+            tracing::warn!(%error, "request failed on its own");
+        }
+        if let Err(Ok(response)) = reply.send(answer) {
+            abandoned.push(response);
+        }
+    }
+    if !abandoned.is_empty() {
+        op.abandoned(db, abandoned).await;
+    }
+}
+
+async fn deliver<O: BatchOp>(
+    op: &O,
+    db: &Db,
+    replies: Vec<oneshot::Sender<Result<O::Response, DbError>>>,
+    responses: Vec<O::Response>,
+) {
+    let mut abandoned = Vec::new();
+    for (reply, response) in replies.into_iter().zip(responses) {
+        if let Err(Ok(response)) = reply.send(Ok(response)) {
+            abandoned.push(response);
+        }
+    }
+    if !abandoned.is_empty() {
+        op.abandoned(db, abandoned).await;
+    }
+}

@@ -1,0 +1,100 @@
+//! The batching engine: one batcher per hot operation kind (push, pop, ack, lease extension).
+//! Concurrent HTTP requests of one kind are fused into few SQL calls; each request gets back
+//! exactly its own results, and one bad request never fails its neighbours.
+
+mod batcher;
+pub(crate) mod json;
+mod ops;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use batcher::{BatchSettings, Batcher};
+use ops::{AckOp, ExtendOp, PopOp, PushOp};
+pub(crate) use ops::{AckRequest, ExtendRequest, PopOutcome, PopRequest, PushRequest};
+
+use crate::config::Config;
+use crate::db::{Db, DbError};
+use crate::waiters::Waiters;
+
+/// In-flight calls per kind: enough to overlap round trips on the pipelined pool, few enough
+/// that waiting requests fuse into large batches under load.
+const PUSH_SLOTS: usize = 4;
+const POP_SLOTS: usize = 4;
+const ACK_SLOTS: usize = 4;
+const EXTEND_SLOTS: usize = 2;
+
+/// The batchers of the hot operations.
+pub(crate) struct Engine {
+    push: Batcher<PushOp>,
+    pop: Batcher<PopOp>,
+    ack: Batcher<AckOp>,
+    extend: Batcher<ExtendOp>,
+}
+
+impl Engine {
+    /// Starts one dispatcher per operation kind.
+    pub(crate) fn start(db: &Db, waiters: &Arc<Waiters>, config: &Config) -> Engine {
+        let settings = |slots| BatchSettings {
+            slots,
+            requests_max: config.batch_requests_max,
+            hold: Duration::from_micros(config.batch_hold_us),
+        };
+        Engine {
+            push: Batcher::start(
+                Arc::new(PushOp {
+                    waiters: waiters.clone(),
+                }),
+                db.clone(),
+                settings(PUSH_SLOTS),
+            ),
+            pop: Batcher::start(
+                Arc::new(PopOp {
+                    waiters: waiters.clone(),
+                }),
+                db.clone(),
+                settings(POP_SLOTS),
+            ),
+            ack: Batcher::start(
+                Arc::new(AckOp {
+                    waiters: waiters.clone(),
+                }),
+                db.clone(),
+                settings(ACK_SLOTS),
+            ),
+            extend: Batcher::start(Arc::new(ExtendOp), db.clone(), settings(EXTEND_SLOTS)),
+        }
+    }
+
+    /// Stores the items of one push request; one result entry per item, in order.
+    ///
+    /// # Errors
+    /// The [`DbError`] of the call (after isolation from its neighbours).
+    pub(crate) async fn push(&self, request: PushRequest) -> Result<Vec<String>, DbError> {
+        self.push.submit(request).await
+    }
+
+    /// Runs one pop attempt.
+    ///
+    /// # Errors
+    /// The [`DbError`] of the call (after isolation from its neighbours).
+    pub(crate) async fn pop(&self, request: PopRequest) -> Result<PopOutcome, DbError> {
+        self.pop.submit(request).await
+    }
+
+    /// Applies the items of one ack request; one result entry per item, in order.
+    ///
+    /// # Errors
+    /// The [`DbError`] of the call (after isolation from its neighbours).
+    pub(crate) async fn ack(&self, request: AckRequest) -> Result<Vec<String>, DbError> {
+        self.ack.submit(request).await
+    }
+
+    /// Extends one lease; the result entry.
+    ///
+    /// # Errors
+    /// The [`DbError`] of the call (after isolation from its neighbours).
+    pub(crate) async fn extend(&self, request: ExtendRequest) -> Result<String, DbError> {
+        self.extend.submit(request).await
+    }
+}

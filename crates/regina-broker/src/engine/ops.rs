@@ -1,0 +1,311 @@
+//! The four hot operation kinds: how their requests are fused into one SQL call, how results are
+//! fanned back, and which waiters a committed call wakes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
+use uuid::Uuid;
+
+use super::batcher::BatchOp;
+use crate::db::{Db, DbError, IndexedRow};
+use crate::waiters::Waiters;
+
+/// `[a,b,c]` from pre-written JSON fragments (each a comma-separated run of elements).
+fn json_array<'a>(fragments: impl Iterator<Item = &'a str>) -> String {
+    let mut out = String::from("[");
+    for fragment in fragments.filter(|f| !f.is_empty()) {
+        if out.len() > 1 {
+            out.push(',');
+        }
+        out.push_str(fragment);
+    }
+    out.push(']');
+    out
+}
+
+/// Places each row at its index and splits the results into runs of `counts`.
+fn split_rows(
+    rows: impl IntoIterator<Item = IndexedRow>,
+    counts: impl Iterator<Item = usize> + Clone,
+) -> Result<Vec<Vec<String>>, DbError> {
+    let total: usize = counts.clone().sum();
+    let mut slots: Vec<Option<String>> = vec![None; total];
+    for row in rows {
+        if let Some(slot) = slots.get_mut(row.idx) {
+            *slot = Some(row.result);
+        }
+    }
+    let mut slots = slots.into_iter();
+    counts
+        .map(|count| {
+            slots
+                .by_ref()
+                .take(count)
+                .collect::<Option<Vec<String>>>()
+                .ok_or_else(|| DbError::Internal("a result row is missing".to_owned()))
+        })
+        .collect()
+}
+
+/// The items of one push request, already validated and given their ids.
+pub(crate) struct PushRequest {
+    /// Comma-separated JSON objects in the shape of `regina.push`'s `i_items` elements.
+    pub(crate) items: String,
+    /// Number of items in `items`.
+    pub(crate) count: usize,
+    /// Distinct (queue, partition) pairs written, for waking waiters after commit.
+    pub(crate) targets: BTreeSet<(String, String)>,
+}
+
+/// Fused `regina.push`.
+pub(crate) struct PushOp {
+    pub(crate) waiters: Arc<Waiters>,
+}
+
+impl BatchOp for PushOp {
+    type Request = PushRequest;
+    type Response = Vec<String>;
+    const NAME: &'static str = "push";
+
+    async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
+        let items = json_array(requests.iter().map(|r| r.items.as_str()));
+        // Other instances learn of the commit through NOTIFY; this one wakes its waiters below.
+        let rows = db.push(&items, true).await?;
+        let results = split_rows(rows, requests.iter().map(|r| r.count))?;
+        // Committed: wake the waiters of every written partition (spec §4.9).
+        let mut by_queue: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (queue, partition) in requests.iter().flat_map(|r| r.targets.iter()) {
+            by_queue.entry(queue).or_default().insert(partition);
+        }
+        for (queue, partitions) in by_queue {
+            self.waiters
+                .push_committed(queue, &partitions.into_iter().collect::<Vec<_>>());
+        }
+        Ok(results)
+    }
+}
+
+/// One pop request, as an element of `regina.pop`'s `i_reqs`.
+pub(crate) struct PopRequest {
+    /// The JSON object.
+    pub(crate) json: String,
+}
+
+/// What one pop attempt produced.
+#[derive(Debug)]
+pub(crate) enum PopOutcome {
+    /// Messages were delivered: the §3.4 response body, and the lease (none with autoAck).
+    Delivered {
+        /// Response body.
+        body: String,
+        /// The claiming lease, released if the client left.
+        lease_id: Option<Uuid>,
+    },
+    /// Nothing deliverable now.
+    Empty {
+        /// `empty`, `queue_not_found`, `partition_not_found`, `lease_held`, `window_buffer`.
+        reason: String,
+        /// Earliest instant something may become eligible (database clock).
+        wake_at: Option<OffsetDateTime>,
+    },
+}
+
+#[derive(Deserialize)]
+struct PopProbe {
+    empty: Option<String>,
+    #[serde(rename = "wakeAt")]
+    wake_at: Option<String>,
+    #[serde(rename = "leaseId")]
+    lease_id: Option<String>,
+}
+
+impl PopOutcome {
+    /// Reads a `regina.pop` result without building a tree of its payloads.
+    pub(crate) fn from_result(result: String) -> Result<PopOutcome, DbError> {
+        let probe: PopProbe = serde_json::from_str(&result)
+            .map_err(|e| DbError::Internal(format!("unreadable pop result: {e}")))?;
+        Ok(match probe.empty {
+            Some(reason) => PopOutcome::Empty {
+                reason,
+                wake_at: probe
+                    .wake_at
+                    .and_then(|t| OffsetDateTime::parse(&t, &Rfc3339).ok()),
+            },
+            None => PopOutcome::Delivered {
+                lease_id: probe.lease_id.and_then(|id| Uuid::parse_str(&id).ok()),
+                body: result,
+            },
+        })
+    }
+}
+
+/// Fused `regina.pop`.
+pub(crate) struct PopOp {
+    pub(crate) waiters: Arc<Waiters>,
+}
+
+impl BatchOp for PopOp {
+    type Request = PopRequest;
+    type Response = PopOutcome;
+    const NAME: &'static str = "pop";
+
+    async fn call(&self, db: &Db, requests: &[&PopRequest]) -> Result<Vec<PopOutcome>, DbError> {
+        let body = json_array(requests.iter().map(|r| r.json.as_str()));
+        let rows = db.pop(&body).await?;
+        split_rows(rows, requests.iter().map(|_| 1))?
+            .into_iter()
+            .map(|mut results| PopOutcome::from_result(results.pop().unwrap_or_default()))
+            .collect()
+    }
+
+    /// The client left before its messages were handed over: end those leases as if acked
+    /// `retry`, so the messages are delivered again at once (spec §4.8).
+    async fn abandoned(&self, db: &Db, responses: Vec<PopOutcome>) {
+        let lease_ids: Vec<Uuid> = responses
+            .into_iter()
+            .filter_map(|r| match r {
+                PopOutcome::Delivered { lease_id, .. } => lease_id,
+                PopOutcome::Empty { .. } => None,
+            })
+            .collect();
+        if lease_ids.is_empty() {
+            return;
+        }
+        match db.lease_release(&lease_ids).await {
+            Ok(ended) => {
+                tracing::info!(
+                    leases = lease_ids.len(),
+                    "released leases of departed clients"
+                );
+                for (queue, group) in ended {
+                    self.waiters.lease_ended(&queue, &group);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "releasing leases of departed clients failed"),
+        }
+    }
+}
+
+/// The items of one ack or ack/batch request.
+pub(crate) struct AckRequest {
+    /// Comma-separated JSON objects in the shape of `regina.ack`'s `i_acks` elements.
+    pub(crate) items: String,
+    /// Number of items.
+    pub(crate) count: usize,
+}
+
+/// Fused `regina.ack`.
+pub(crate) struct AckOp {
+    pub(crate) waiters: Arc<Waiters>,
+}
+
+impl BatchOp for AckOp {
+    type Request = AckRequest;
+    type Response = Vec<String>;
+    const NAME: &'static str = "ack";
+
+    async fn call(&self, db: &Db, requests: &[&AckRequest]) -> Result<Vec<Vec<String>>, DbError> {
+        let items = json_array(requests.iter().map(|r| r.items.as_str()));
+        let rows = db.ack(&items).await?;
+        let mut wakes = BTreeSet::new();
+        let rows: Vec<IndexedRow> = rows
+            .into_iter()
+            .map(|r| {
+                if let Some(wake) = r.wake {
+                    wakes.insert(wake);
+                }
+                r.row
+            })
+            .collect();
+        let results = split_rows(rows, requests.iter().map(|r| r.count))?;
+        for (queue, group) in wakes {
+            self.waiters.lease_ended(&queue, &group);
+        }
+        Ok(results)
+    }
+}
+
+/// One lease extension, as an element of `regina.lease_extend`'s `i_reqs`.
+pub(crate) struct ExtendRequest {
+    /// The JSON object.
+    pub(crate) json: String,
+}
+
+/// Fused `regina.lease_extend`.
+pub(crate) struct ExtendOp;
+
+impl BatchOp for ExtendOp {
+    type Request = ExtendRequest;
+    type Response = String;
+    const NAME: &'static str = "lease_extend";
+
+    async fn call(&self, db: &Db, requests: &[&ExtendRequest]) -> Result<Vec<String>, DbError> {
+        let body = json_array(requests.iter().map(|r| r.json.as_str()));
+        let rows = db.lease_extend(&body).await?;
+        Ok(split_rows(rows, requests.iter().map(|_| 1))?
+            .into_iter()
+            .map(|mut results| results.pop().unwrap_or_default())
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_split_by_request() {
+        let rows = [(2, "c"), (0, "a"), (1, "b")]
+            .into_iter()
+            .map(|(idx, r)| IndexedRow {
+                idx,
+                result: r.to_owned(),
+            });
+        let split = split_rows(rows, [2usize, 0, 1].into_iter()).expect("complete");
+        assert_eq!(
+            split,
+            vec![
+                vec!["a".to_owned(), "b".to_owned()],
+                vec![],
+                vec!["c".to_owned()]
+            ]
+        );
+        let missing = [IndexedRow {
+            idx: 0,
+            result: "a".into(),
+        }];
+        assert!(split_rows(missing, [2usize].into_iter()).is_err());
+    }
+
+    #[test]
+    fn fragments_join_into_one_array() {
+        assert_eq!(
+            json_array(["{\"a\":1},{\"b\":2}", "", "{\"c\":3}"].into_iter()),
+            "[{\"a\":1},{\"b\":2},{\"c\":3}]"
+        );
+    }
+
+    #[test]
+    fn pop_results_are_told_apart() {
+        let empty = PopOutcome::from_result(
+            r#"{"empty": "lease_held", "wakeAt": "2026-05-10T09:00:01.123Z"}"#.into(),
+        );
+        assert!(
+            matches!(empty, Ok(PopOutcome::Empty { ref reason, wake_at: Some(_) }) if reason == "lease_held")
+        );
+        let lease = "0196a1b2-0000-7000-8000-000000000001";
+        let body = format!(
+            r#"{{"success": true, "leaseId": "{lease}", "messages": [{{"data": {{"x": [1]}}}}]}}"#
+        );
+        match PopOutcome::from_result(body.clone()) {
+            Ok(PopOutcome::Delivered { body: b, lease_id }) => {
+                assert_eq!(b, body);
+                assert_eq!(lease_id.map(|l| l.to_string()).as_deref(), Some(lease));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

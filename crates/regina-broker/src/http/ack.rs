@@ -1,0 +1,243 @@
+//! `POST /api/v1/ack` and `POST /api/v1/ack/batch` (spec §3.5): per-item outcomes in-band.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+
+use super::body::{self, Object};
+use super::error::{json_response, ApiError};
+use super::names::name_problem;
+use crate::engine::json::{indexed_array, write_key, write_opt_str, write_str};
+use crate::engine::AckRequest;
+use crate::state::AppState;
+
+/// Ack `error` text beyond this many characters is truncated, not rejected (spec §6).
+const ERROR_CHARS_MAX: usize = 4_096;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/ack", post(ack))
+        .route("/api/v1/ack/batch", post(ack_batch))
+}
+
+async fn ack(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let config = &state.get().config;
+    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
+    let object = body::parse_object(&bytes, config.json_depth_max)?;
+    let mut items = String::new();
+    write_item(&mut items, &object, None, config.name_chars_max)?;
+    apply(&state, AckRequest { items, count: 1 }).await
+}
+
+async fn ack_batch(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let config = &state.get().config;
+    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
+    let object = body::parse_object(&bytes, config.json_depth_max)?;
+    let required = || object.error("acknowledgments", "acknowledgments array is required");
+    let acks = object
+        .opt_array("acknowledgments")
+        .map_err(|_| required())?
+        .ok_or_else(required)?;
+    if acks.len() > config.ack_items_max {
+        return Err(ApiError::too_many_items(
+            "acknowledgments",
+            config.ack_items_max,
+        ));
+    }
+    let request_group = group(&object, config.name_chars_max)?;
+    if acks.is_empty() {
+        return Ok(json_response(StatusCode::OK, "[]".to_owned()));
+    }
+    let mut items = String::new();
+    for (index, raw) in acks.iter().enumerate() {
+        let item = Object::from_raw(raw, format!("acknowledgments[{index}]."), Some(index))?;
+        if index > 0 {
+            items.push(',');
+        }
+        write_item(
+            &mut items,
+            &item,
+            request_group.as_deref(),
+            config.name_chars_max,
+        )?;
+    }
+    apply(
+        &state,
+        AckRequest {
+            items,
+            count: acks.len(),
+        },
+    )
+    .await
+}
+
+async fn apply(state: &AppState, request: AckRequest) -> Result<Response, ApiError> {
+    let results = state.get().engine.ack(request).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        indexed_array(results.iter().map(String::as_str)),
+    ))
+}
+
+/// The optional `consumerGroup` of an object, validated as a name.
+fn group(object: &Object<'_>, name_chars_max: usize) -> Result<Option<String>, ApiError> {
+    let group = object.opt_string("consumerGroup")?;
+    if let Some(problem) = group
+        .as_deref()
+        .and_then(|g| name_problem(g, name_chars_max))
+    {
+        return Err(object.error("consumerGroup", format!("consumerGroup {problem}")));
+    }
+    Ok(group)
+}
+
+/// Validates one ack and writes it as a `regina.ack` element; the item's own group beats the
+/// request's (spec §4.5).
+fn write_item(
+    out: &mut String,
+    item: &Object<'_>,
+    request_group: Option<&str>,
+    name_chars_max: usize,
+) -> Result<(), ApiError> {
+    let tx_required = || item.error("transactionId", "transactionId is required");
+    let transaction_id = item
+        .opt_string("transactionId")
+        .map_err(|_| tx_required())?
+        .ok_or_else(tx_required)?;
+    let partition_required = || {
+        item.error(
+            "partitionId",
+            "partitionId is required to ensure message uniqueness",
+        )
+    };
+    let partition_id = item
+        .opt_string("partitionId")
+        .map_err(|_| partition_required())?
+        .ok_or_else(partition_required)?;
+    if uuid::Uuid::parse_str(&partition_id).is_err() {
+        return Err(item.error("partitionId", "partitionId must be a UUID"));
+    }
+    let status = match item.opt_string("status")?.as_deref() {
+        None | Some("completed") | Some("success") => "completed",
+        Some("failed") => "failed",
+        Some("retry") => "retry",
+        Some("dlq") => "dlq",
+        Some(other) => {
+            return Err(item.error(
+                "status",
+                format!("status must be completed, success, failed, retry or dlq, not {other:?}"),
+            ))
+        }
+    };
+    let lease_id = item.opt_string("leaseId")?;
+    let own_group = group(item, name_chars_max)?;
+    let error: Option<String> = item
+        .opt_string("error")?
+        .map(|e| e.chars().take(ERROR_CHARS_MAX).collect());
+    out.push('{');
+    write_key(out, "transactionId");
+    write_str(out, &transaction_id);
+    out.push(',');
+    write_key(out, "partitionId");
+    write_str(out, &partition_id);
+    out.push(',');
+    write_key(out, "status");
+    write_str(out, status);
+    out.push(',');
+    write_key(out, "leaseId");
+    write_opt_str(out, lease_id.as_deref());
+    out.push(',');
+    write_key(out, "consumerGroup");
+    write_opt_str(out, own_group.as_deref().or(request_group));
+    out.push(',');
+    write_key(out, "error");
+    write_opt_str(out, error.as_deref());
+    out.push('}');
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: &str = "01a2024a-e4e0-7688-9587-dea73d51b2c0";
+
+    /// Writes one ack item; `"partitionId":"p"` in `body` stands for the UUID `P`.
+    fn item(body: &str, request_group: Option<&str>) -> Result<serde_json::Value, String> {
+        let body = body.replace(r#""partitionId":"p""#, &format!(r#""partitionId":"{P}""#));
+        let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
+        let mut out = String::new();
+        write_item(&mut out, &object, request_group, 255).map_err(|e| format!("{e:?}"))?;
+        serde_json::from_str(&out).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn statuses_are_normalised_and_groups_resolved() {
+        let value = item(
+            r#"{"transactionId":"t","partitionId":"p","status":"success","leaseId":""}"#,
+            Some("g"),
+        );
+        assert_eq!(
+            value.ok(),
+            Some(
+                serde_json::json!({"transactionId":"t","partitionId":P,"status":"completed",
+                                    "leaseId":null,"consumerGroup":"g","error":null})
+            )
+        );
+        let own = item(
+            r#"{"transactionId":"t","partitionId":"p","consumerGroup":"mine"}"#,
+            Some("g"),
+        );
+        assert_eq!(
+            own.ok().map(|v| v["consumerGroup"].clone()),
+            Some(serde_json::json!("mine"))
+        );
+    }
+
+    #[test]
+    fn error_text_is_truncated_not_rejected() {
+        let long = "é".repeat(5000);
+        let value = item(
+            &format!(
+                r#"{{"transactionId":"t","partitionId":"p","status":"failed","error":"{long}"}}"#
+            ),
+            None,
+        );
+        let error = value
+            .ok()
+            .and_then(|v| v["error"].as_str().map(|e| e.chars().count()));
+        assert_eq!(error, Some(4096));
+    }
+
+    #[test]
+    fn missing_or_bad_fields_are_refused() {
+        assert!(item(r#"{"partitionId":"p"}"#, None)
+            .is_err_and(|e| e.contains("transactionId is required")));
+        assert!(item(r#"{"transactionId":"t"}"#, None)
+            .is_err_and(|e| e.contains("partitionId is required")));
+        assert!(item(
+            r#"{"transactionId":"t","partitionId":"p","status":"done"}"#,
+            None
+        )
+        .is_err());
+        assert!(item(
+            r#"{"transactionId":"t","partitionId":"p","consumerGroup":"\u0000"}"#,
+            None
+        )
+        .is_err());
+        assert!(item(r#"{"transactionId":1,"partitionId":"p"}"#, None).is_err());
+        assert!(item(r#"{"transactionId":"t","partitionId":"p-1"}"#, None)
+            .is_err_and(|e| e.contains("partitionId must be a UUID")));
+    }
+}

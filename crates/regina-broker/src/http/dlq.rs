@@ -1,0 +1,93 @@
+//! `GET /api/v1/dlq` (spec §3.9): dead letters, newest failure first, filtered and paged.
+
+use axum::extract::{RawQuery, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+
+use super::error::{json_response, ApiError};
+use super::names::name_problem;
+use super::query::Query;
+use super::timestamp;
+use crate::engine::json::{write_key, write_str};
+use crate::state::AppState;
+
+/// `limit` default and maximum (spec §3.9).
+const LIMIT_DEFAULT: i64 = 100;
+const LIMIT_MAX: i64 = 1_000;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/api/v1/dlq", get(list))
+}
+
+async fn list(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = Query::parse(raw.as_deref());
+    let request = dlq_query(&query, state.get().config.name_chars_max)?;
+    let body = state.get().db.dlq_list(&request).await?;
+    Ok(json_response(StatusCode::OK, body))
+}
+
+/// The `regina.dlq_list` argument: only the filters given, timestamps normalised.
+fn dlq_query(query: &Query, name_chars_max: usize) -> Result<String, ApiError> {
+    let mut out = String::from("{");
+    for key in ["queue", "consumerGroup", "partition"] {
+        if let Some(value) = query.string(key)? {
+            if let Some(problem) = name_problem(value, name_chars_max) {
+                return Err(ApiError::invalid_parameter(key, format!("{key} {problem}")));
+            }
+            write_key(&mut out, key);
+            write_str(&mut out, value);
+            out.push(',');
+        }
+    }
+    for key in ["from", "to"] {
+        if let Some(value) = query.string(key)? {
+            let instant = timestamp::normalize(value).ok_or_else(|| {
+                ApiError::invalid_parameter(
+                    key,
+                    format!("{key} must be an RFC 3339 timestamp or a date"),
+                )
+            })?;
+            write_key(&mut out, key);
+            write_str(&mut out, &instant);
+            out.push(',');
+        }
+    }
+    let limit = query.integer("limit", 1, LIMIT_MAX, LIMIT_DEFAULT)?;
+    let offset = query.integer("offset", 0, i64::from(i32::MAX), 0)?;
+    out.push_str(&format!("\"limit\":{limit},\"offset\":{offset}}}"));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_and_paging_are_passed_normalised() {
+        let query = Query::parse(Some("queue=q&from=2026-05-10&limit=5&offset=10&unknown=1"));
+        let value: serde_json::Value =
+            serde_json::from_str(&dlq_query(&query, 255).expect("valid")).expect("JSON");
+        assert_eq!(
+            value,
+            serde_json::json!({"queue":"q","from":"2026-05-10T00:00:00.000000Z","limit":5,"offset":10})
+        );
+    }
+
+    #[test]
+    fn bad_parameters_are_refused() {
+        for bad in [
+            "limit=0",
+            "limit=1001",
+            "offset=-1",
+            "from=yesterday",
+            "queue=%00",
+        ] {
+            assert!(dlq_query(&Query::parse(Some(bad)), 255).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! The one error answer of the HTTP API: `{error, code}` plus optional `field`, `index`, `limit`
+//! (spec §1.3), with the stable codes of the registry in spec §2.3.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::db::DbError;
+
+/// An error answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct ApiError {
+    #[serde(skip)]
+    status: StatusCode,
+    error: String,
+    code: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    index: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<u64>,
+}
+
+impl ApiError {
+    /// An error with a status, a stable code and a message.
+    pub(crate) fn new(status: StatusCode, code: &'static str, error: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            error: error.into(),
+            code,
+            field: None,
+            index: None,
+            limit: None,
+        }
+    }
+
+    /// Names the offending field (`items[3].traceId`).
+    pub(crate) fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// Names the offending array index.
+    pub(crate) fn index(mut self, index: usize) -> Self {
+        self.index = Some(index);
+        self
+    }
+
+    /// Names the limit that was exceeded.
+    pub(crate) fn limit(mut self, limit: u64) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// `400 invalid_json`.
+    pub(crate) fn invalid_json(detail: impl std::fmt::Display) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_json",
+            format!("Invalid JSON: {detail}"),
+        )
+    }
+
+    /// `400 validation_failed`.
+    pub(crate) fn validation(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "validation_failed", message)
+    }
+
+    /// `400 invalid_parameter` naming the query or path key.
+    pub(crate) fn invalid_parameter(key: &str, message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_parameter", message).field(key)
+    }
+
+    /// `400 too_many_items`.
+    pub(crate) fn too_many_items(what: &str, limit: usize) -> Self {
+        Self::new(
+            StatusCode::BAD_REQUEST,
+            "too_many_items",
+            format!("Too many {what} (limit {limit})"),
+        )
+        .limit(limit as u64)
+    }
+
+    /// `413 body_too_large`.
+    pub(crate) fn body_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            format!("Request body larger than {limit} bytes"),
+        )
+        .limit(limit as u64)
+    }
+
+    /// `503 overloaded`.
+    pub(crate) fn overloaded(what: &str, limit: usize) -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "overloaded",
+            format!("Too many {what}"),
+        )
+        .limit(limit as u64)
+    }
+
+    /// `500 internal`; the detail goes to the log only.
+    pub(crate) fn internal(detail: impl std::fmt::Display) -> Self {
+        tracing::error!(%detail, "internal error");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "Internal error",
+        )
+    }
+
+    /// `404 route_not_found`.
+    pub(crate) fn route_not_found(method: &str, path: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "route_not_found",
+            format!("Not found: {method} {path}"),
+        )
+    }
+
+    /// `405 method_not_allowed` (the router adds `Allow`).
+    pub(crate) fn method_not_allowed(method: &str, path: &str) -> Self {
+        Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            format!("Method not allowed: {method} {path}"),
+        )
+    }
+}
+
+impl From<DbError> for ApiError {
+    fn from(error: DbError) -> Self {
+        match &error {
+            DbError::Unavailable(_) => {
+                tracing::warn!(%error, "database unavailable");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "database_unavailable",
+                    "Database unavailable",
+                )
+            }
+            DbError::Timeout(_) => {
+                tracing::warn!(%error, "database timeout");
+                Self::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "database_timeout",
+                    "Database timed out",
+                )
+            }
+            DbError::Statement { message, .. } if error.is_data_exception() => {
+                Self::validation(format!("Invalid value: {message}"))
+            }
+            _ => Self::internal(&error),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_string(&self)
+            .unwrap_or_else(|_| r#"{"error":"Internal error","code":"internal"}"#.to_owned());
+        let mut response = (self.status, body).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if self.status == StatusCode::SERVICE_UNAVAILABLE
+            || self.status == StatusCode::TOO_MANY_REQUESTS
+        {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+/// A `200`/`201` answer whose body is JSON text already.
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
+    let mut response = (status, body).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_body_has_code_and_optional_members() {
+        let error = ApiError::validation("Queue must be a string")
+            .field("items[2].queue")
+            .index(2);
+        let body = serde_json::to_value(&error).expect("serialisable");
+        assert_eq!(
+            body,
+            serde_json::json!({"error": "Queue must be a string", "code": "validation_failed",
+                               "field": "items[2].queue", "index": 2})
+        );
+    }
+
+    #[test]
+    fn database_errors_map_to_503_or_400() {
+        let unavailable = ApiError::from(DbError::Unavailable("x".into()));
+        assert_eq!(
+            (unavailable.status, unavailable.code),
+            (StatusCode::SERVICE_UNAVAILABLE, "database_unavailable")
+        );
+        let timeout = ApiError::from(DbError::Timeout("x".into()));
+        assert_eq!(timeout.code, "database_timeout");
+        let data = ApiError::from(DbError::Statement {
+            code: "22P05".into(),
+            message: "bad".into(),
+        });
+        assert_eq!(
+            (data.status, data.code),
+            (StatusCode::BAD_REQUEST, "validation_failed")
+        );
+    }
+}

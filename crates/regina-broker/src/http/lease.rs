@@ -1,0 +1,81 @@
+//! `POST /api/v1/lease/{leaseId}/extend` (spec §3.6).
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use uuid::Uuid;
+
+use super::body;
+use super::error::{json_response, ApiError};
+use super::names::path_segment;
+use crate::engine::json::{indexed_array, write_key, write_str};
+use crate::engine::ExtendRequest;
+use crate::state::AppState;
+
+/// `seconds` range (spec §3.6).
+const SECONDS_MAX: i64 = 86_400;
+/// Position of `{leaseId}` in `/api/v1/lease/{leaseId}/extend`.
+const LEASE_SEGMENT: usize = 3;
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/api/v1/lease/{leaseId}/extend", post(extend))
+}
+
+async fn extend(
+    State(state): State<AppState>,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let lease_id = path_segment(&uri, LEASE_SEGMENT, "leaseId")?;
+    let config = &state.get().config;
+    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
+    let object = body::parse_object(&bytes, config.json_depth_max)?;
+    let seconds = object.opt_int("seconds", 1, SECONDS_MAX)?;
+    // Lease ids are UUIDs: anything else names no lease, answered in-band like an unknown one.
+    if Uuid::parse_str(&lease_id).is_err() {
+        return Ok(json_response(
+            StatusCode::OK,
+            indexed_array([not_found(&lease_id).as_str()]),
+        ));
+    }
+    let mut json = String::from("{");
+    write_key(&mut json, "leaseId");
+    write_str(&mut json, &lease_id);
+    json.push(',');
+    write_key(&mut json, "seconds");
+    json.push_str(&seconds.map_or_else(|| "null".to_owned(), |s| s.to_string()));
+    json.push('}');
+    let result = state.get().engine.extend(ExtendRequest { json }).await?;
+    Ok(json_response(
+        StatusCode::OK,
+        indexed_array([result.as_str()]),
+    ))
+}
+
+/// The in-band `lease_not_found` entry.
+fn not_found(lease_id: &str) -> String {
+    let mut out = String::from("{");
+    write_key(&mut out, "leaseId");
+    write_str(&mut out, lease_id);
+    out.push_str(
+        r#","success":false,"error":"Lease not found","code":"lease_not_found","expiresAt":null,"newExpiresAt":null}"#,
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_lease_entry_is_valid_json() {
+        let entry: serde_json::Value =
+            serde_json::from_str(&not_found("x\"y")).expect("valid JSON");
+        assert_eq!(entry["leaseId"], "x\"y");
+        assert_eq!(entry["code"], "lease_not_found");
+    }
+}

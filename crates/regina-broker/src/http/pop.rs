@@ -1,0 +1,398 @@
+//! The three pop routes (spec §3.4) and their long-poll (spec §4.9).
+
+use std::time::Duration;
+
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use time::OffsetDateTime;
+use tokio::time::Instant;
+use uuid::Uuid;
+
+use super::error::{json_response, ApiError};
+use super::names::{name_problem, path_name};
+use super::query::Query;
+use super::timestamp;
+use crate::config::{Config, SubscriptionMode};
+use crate::engine::json::{write_key, write_opt_str, write_str};
+use crate::engine::{PopOutcome, PopRequest};
+use crate::state::{AppState, Shared};
+use crate::waiters::WaitKey;
+
+const QUEUE_MODE: &str = "__QUEUE_MODE__";
+/// Longest `namespace` / `task` selector, characters (spec §6).
+const LABEL_CHARS_MAX: usize = 255;
+/// `wakeAt` is reported with millisecond precision; waking a little late avoids an early retry.
+const WAKE_MARGIN: Duration = Duration::from_millis(5);
+/// Bounds on the re-arm delay of time-based retries, in case broker and database clocks differ.
+const REARM_MIN: Duration = Duration::from_millis(1);
+const REARM_MAX: Duration = Duration::from_secs(1);
+/// Deadline used when the requested one cannot be represented.
+const FAR_FUTURE: Duration = Duration::from_secs(365 * 86_400);
+/// A parked pop whose retry hit a database failure tries again after this pause.
+const DB_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+const EMPTY_REASON: HeaderName = HeaderName::from_static("x-regina-empty-reason");
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/pop", get(pop_selector))
+        .route("/api/v1/pop/queue/{queue}", get(pop_queue))
+        .route(
+            "/api/v1/pop/queue/{queue}/partition/{partition}",
+            get(pop_partition),
+        )
+}
+
+/// Which queues a pop reads.
+enum Target {
+    Queue {
+        queue: String,
+        partition: Option<String>,
+    },
+    Selector {
+        namespace: Option<String>,
+        task: Option<String>,
+    },
+}
+
+/// A validated pop request.
+struct PopParams {
+    target: Target,
+    group: String,
+    batch: i64,
+    partitions: i64,
+    wait: bool,
+    timeout_ms: u64,
+    auto_ack: bool,
+    subscription_mode: &'static str,
+    subscription_from: Option<String>,
+}
+
+/// Positions of the path parameters in `/api/v1/pop/queue/{queue}/partition/{partition}`.
+const QUEUE_SEGMENT: usize = 4;
+const PARTITION_SEGMENT: usize = 6;
+
+async fn pop_queue(
+    State(state): State<AppState>,
+    uri: Uri,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let queue = path_name(
+        &uri,
+        QUEUE_SEGMENT,
+        "queue",
+        state.get().config.name_chars_max,
+    )?;
+    pop(
+        &state,
+        Target::Queue {
+            queue,
+            partition: None,
+        },
+        raw.as_deref(),
+    )
+    .await
+}
+
+async fn pop_partition(
+    State(state): State<AppState>,
+    uri: Uri,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let chars_max = state.get().config.name_chars_max;
+    let queue = path_name(&uri, QUEUE_SEGMENT, "queue", chars_max)?;
+    let partition = path_name(&uri, PARTITION_SEGMENT, "partition", chars_max)?;
+    pop(
+        &state,
+        Target::Queue {
+            queue,
+            partition: Some(partition),
+        },
+        raw.as_deref(),
+    )
+    .await
+}
+
+async fn pop_selector(
+    State(state): State<AppState>,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let query = Query::parse(raw.as_deref());
+    let label = |key: &str| -> Result<Option<String>, ApiError> {
+        let value = query.string(key)?.map(str::to_owned);
+        if value
+            .as_ref()
+            .is_some_and(|v| v.chars().count() > LABEL_CHARS_MAX)
+        {
+            return Err(ApiError::invalid_parameter(
+                key,
+                format!("{key} must be at most {LABEL_CHARS_MAX} characters"),
+            ));
+        }
+        Ok(value)
+    };
+    let (namespace, task) = (label("namespace")?, label("task")?);
+    if namespace.is_none() && task.is_none() {
+        return Err(ApiError::invalid_parameter(
+            "namespace",
+            "namespace or task is required",
+        ));
+    }
+    pop(&state, Target::Selector { namespace, task }, raw.as_deref()).await
+}
+
+async fn pop(
+    state: &AppState,
+    target: Target,
+    raw_query: Option<&str>,
+) -> Result<Response, ApiError> {
+    let shared = state.get();
+    let params = PopParams::parse(&Query::parse(raw_query), target, &shared.config)?;
+    let json = params.sql_request(Uuid::now_v7());
+    let answer = if params.wait && params.timeout_ms > 0 {
+        long_poll(shared, &params, &json).await?
+    } else {
+        match shared.engine.pop(PopRequest { json }).await? {
+            PopOutcome::Delivered { body, .. } => Ok(body),
+            PopOutcome::Empty { reason, .. } => Err(reason),
+        }
+    };
+    Ok(match answer {
+        Ok(body) => json_response(StatusCode::OK, body),
+        Err(reason) => params.empty_response(&reason, shared.config.pop_empty_status),
+    })
+}
+
+/// Pops until something is delivered (`Ok(body)`) or the deadline passes (`Err(reason)`),
+/// parking between attempts. The waiter is registered before the first attempt so no wake-up
+/// can slip between an empty result and parking.
+async fn long_poll(
+    shared: &Shared,
+    params: &PopParams,
+    json: &str,
+) -> Result<Result<String, String>, ApiError> {
+    if shared.waiters.is_shutting_down() {
+        return Ok(Err("shutdown".to_owned()));
+    }
+    let guard = shared.waiters.register(params.wait_key()).map_err(|_| {
+        ApiError::overloaded("parked long-polls", shared.config.longpoll_waiters_max)
+    })?;
+    // POP_TIMEOUT_MS_MAX is operator-set: an absurd value must not overflow the clock.
+    let deadline = Instant::now()
+        .checked_add(Duration::from_millis(params.timeout_ms))
+        .unwrap_or_else(|| Instant::now() + FAR_FUTURE);
+    let recheck = Some(shared.config.longpoll_recheck_ms)
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis);
+    let mut rearm = REARM_MIN;
+    let mut first_attempt = true;
+    loop {
+        let wake_at = match shared
+            .engine
+            .pop(PopRequest {
+                json: json.to_owned(),
+            })
+            .await
+        {
+            Ok(PopOutcome::Delivered { body, .. }) => {
+                guard.done();
+                return Ok(Ok(body));
+            }
+            Ok(PopOutcome::Empty { wake_at, .. }) => wake_at.map(|at| delay_until(at).max(rearm)),
+            // Once parked, a database outage does not end the wait (spec §4.14).
+            Err(error) if !first_attempt => {
+                tracing::debug!(%error, "parked pop retry failed");
+                Some(DB_RETRY_DELAY)
+            }
+            Err(error) => return Err(error.into()),
+        };
+        first_attempt = false;
+        let now = Instant::now();
+        if shared.waiters.is_shutting_down() {
+            return Ok(Err("shutdown".to_owned()));
+        }
+        if now >= deadline {
+            return Ok(Err("timeout".to_owned()));
+        }
+        let timer = [wake_at, recheck]
+            .into_iter()
+            .flatten()
+            .min()
+            .map(|d| now + d);
+        let until = timer.map_or(deadline, |t| t.min(deadline));
+        let woken = guard.park_until(until).await;
+        if shared.waiters.is_shutting_down() {
+            return Ok(Err("shutdown".to_owned()));
+        }
+        if woken {
+            rearm = REARM_MIN;
+        } else if Instant::now() >= deadline {
+            return Ok(Err("timeout".to_owned()));
+        } else if wake_at.is_some() {
+            // A timer retry that finds nothing again backs off, so clock skew cannot spin.
+            rearm = (rearm * 2).min(REARM_MAX);
+        }
+    }
+}
+
+/// Time from now until the database instant `at`, plus a margin.
+fn delay_until(at: OffsetDateTime) -> Duration {
+    let left = at - OffsetDateTime::now_utc();
+    Duration::try_from(left).unwrap_or(Duration::ZERO) + WAKE_MARGIN
+}
+
+impl PopParams {
+    fn parse(query: &Query, target: Target, config: &Config) -> Result<PopParams, ApiError> {
+        let group = query
+            .string("consumerGroup")?
+            .unwrap_or(QUEUE_MODE)
+            .to_owned();
+        if let Some(problem) = name_problem(&group, config.name_chars_max) {
+            return Err(ApiError::invalid_parameter(
+                "consumerGroup",
+                format!("consumerGroup {problem}"),
+            ));
+        }
+        let batch = query.integer(
+            "batch",
+            1,
+            config.pop_batch_max.into(),
+            config.default_batch_size.into(),
+        )?;
+        let partitions = match target {
+            Target::Queue {
+                partition: Some(_), ..
+            } => 1,
+            _ => query.integer("partitions", 1, config.pop_partitions_max.into(), 1)?,
+        };
+        let timeout_max = i64::try_from(config.pop_timeout_ms_max).unwrap_or(i64::MAX);
+        let timeout_default = i64::try_from(config.default_timeout_ms)
+            .unwrap_or(i64::MAX)
+            .min(timeout_max);
+        let timeout_ms = query
+            .integer("timeout", 0, timeout_max, timeout_default)?
+            .unsigned_abs();
+        Ok(PopParams {
+            target,
+            group,
+            batch,
+            partitions,
+            wait: query.boolean("wait", false)?,
+            timeout_ms,
+            auto_ack: query.boolean("autoAck", false)?,
+            subscription_mode: subscription_mode(query, config.default_subscription_mode)?,
+            subscription_from: subscription_from(query)?,
+        })
+    }
+
+    /// The `regina.pop` element of this request.
+    fn sql_request(&self, lease_id: Uuid) -> String {
+        let (queue, partition, namespace, task) = match &self.target {
+            Target::Queue { queue, partition } => (Some(queue), partition.as_ref(), None, None),
+            Target::Selector { namespace, task } => (None, None, namespace.as_ref(), task.as_ref()),
+        };
+        let mut out = String::from("{");
+        for (key, value) in [
+            ("queue", queue),
+            ("partition", partition),
+            ("namespace", namespace),
+            ("task", task),
+        ] {
+            write_key(&mut out, key);
+            write_opt_str(&mut out, value.map(String::as_str));
+            out.push(',');
+        }
+        write_key(&mut out, "consumerGroup");
+        write_str(&mut out, &self.group);
+        out.push_str(&format!(
+            ",\"batch\":{},\"partitions\":{},\"autoAck\":{},",
+            self.batch, self.partitions, self.auto_ack
+        ));
+        write_key(&mut out, "subscriptionMode");
+        write_str(&mut out, self.subscription_mode);
+        out.push(',');
+        write_key(&mut out, "subscriptionFrom");
+        write_opt_str(&mut out, self.subscription_from.as_deref());
+        out.push(',');
+        write_key(&mut out, "leaseId");
+        write_str(&mut out, &lease_id.to_string());
+        out.push('}');
+        out
+    }
+
+    fn wait_key(&self) -> WaitKey {
+        match &self.target {
+            Target::Queue { queue, partition } => WaitKey::Queue {
+                queue: queue.clone(),
+                partition: partition.clone(),
+                group: self.group.clone(),
+            },
+            Target::Selector { .. } => WaitKey::Selector {
+                group: self.group.clone(),
+            },
+        }
+    }
+
+    /// `204` with `X-Regina-Empty-Reason`, or the `200` body form of spec §2.2.
+    fn empty_response(&self, reason: &str, empty_status: u16) -> Response {
+        if empty_status != 200 {
+            let mut response = StatusCode::NO_CONTENT.into_response();
+            if let Ok(value) = HeaderValue::from_str(reason) {
+                response.headers_mut().insert(EMPTY_REASON, value);
+            }
+            return response;
+        }
+        let (queue, partition) = match &self.target {
+            Target::Queue { queue, partition } => (Some(queue.as_str()), partition.as_deref()),
+            Target::Selector { .. } => (None, None),
+        };
+        let body = serde_json::json!({
+            "success": matches!(reason, "empty" | "timeout"),
+            "queue": queue,
+            "partition": partition,
+            "partitionId": null,
+            "leaseId": null,
+            "consumerGroup": self.group,
+            "messages": [],
+            "reason": reason,
+        });
+        json_response(StatusCode::OK, body.to_string())
+    }
+}
+
+fn subscription_mode(query: &Query, default: SubscriptionMode) -> Result<&'static str, ApiError> {
+    match query
+        .string("subscriptionMode")?
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        None => Ok(default.sql_name()),
+        Some("all") => Ok("all"),
+        Some("new" | "new-only") => Ok("new"),
+        Some(_) => Err(ApiError::invalid_parameter(
+            "subscriptionMode",
+            "subscriptionMode must be all, new or new-only",
+        )),
+    }
+}
+
+fn subscription_from(query: &Query) -> Result<Option<String>, ApiError> {
+    let Some(value) = query.string("subscriptionFrom")? else {
+        return Ok(None);
+    };
+    if value.eq_ignore_ascii_case("now") {
+        return Ok(Some("now".to_owned()));
+    }
+    timestamp::normalize(value).map(Some).ok_or_else(|| {
+        ApiError::invalid_parameter(
+            "subscriptionFrom",
+            "subscriptionFrom must be now or an RFC 3339 timestamp",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests;

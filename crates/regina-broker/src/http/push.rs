@@ -1,0 +1,240 @@
+//! `POST /api/v1/push` (spec §3.3): the whole request is validated before anything is stored;
+//! every item gets its `messageId` (and a missing `transactionId`) before the database call.
+
+use std::collections::BTreeSet;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::Response;
+use axum::routing::post;
+use axum::Router;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::body::{self, Object};
+use super::error::{json_response, ApiError};
+use super::names::name_problem;
+use crate::engine::json::{indexed_array, write_key, write_opt_str, write_str};
+use crate::engine::PushRequest;
+use crate::state::AppState;
+
+/// `transactionId`: 1–255 characters; `traceId`: up to 128 (spec §6).
+const TRANSACTION_ID_CHARS_MAX: usize = 255;
+const TRACE_ID_CHARS_MAX: usize = 128;
+const DEFAULT_PARTITION: &str = "Default";
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new().route("/api/v1/push", post(push))
+}
+
+async fn push(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let config = &state.get().config;
+    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
+    let object = body::parse_object(&bytes, config.json_depth_max)?;
+    let required = || object.error("items", "items array is required");
+    let items = object
+        .opt_array("items")
+        .map_err(|_| required())?
+        .ok_or_else(required)?;
+    if items.len() > config.push_items_max {
+        return Err(ApiError::too_many_items("items", config.push_items_max));
+    }
+    if items.is_empty() {
+        return Ok(json_response(StatusCode::CREATED, "[]".to_owned()));
+    }
+    let request = push_request(&items, config.name_chars_max)?;
+    let results = state.get().engine.push(request).await?;
+    let rejected = results.iter().any(|r| is_failed(r));
+    let body = indexed_array(results.iter().map(String::as_str));
+    if rejected {
+        let mut response = json_response(StatusCode::TOO_MANY_REQUESTS, body);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return Ok(response);
+    }
+    Ok(json_response(StatusCode::CREATED, body))
+}
+
+/// Whether a push result entry reports a rejected item (`status: "failed"`, e.g. `queue_full`).
+fn is_failed(result: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Status<'a> {
+        #[serde(borrow)]
+        status: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_str::<Status<'_>>(result).is_ok_and(|s| s.status.as_deref() == Some("failed"))
+}
+
+/// Validates every item and writes them as `regina.push` elements.
+fn push_request(items: &[&RawValue], name_chars_max: usize) -> Result<PushRequest, ApiError> {
+    let mut out = String::with_capacity(items.iter().map(|i| i.get().len() + 160).sum());
+    let mut targets = BTreeSet::new();
+    for (index, raw) in items.iter().enumerate() {
+        let item = Object::from_raw(raw, format!("items[{index}]."), Some(index))?;
+        if index > 0 {
+            out.push(',');
+        }
+        let (queue, partition) = write_item(&mut out, &item, name_chars_max)?;
+        targets.insert((queue, partition));
+    }
+    Ok(PushRequest {
+        items: out,
+        count: items.len(),
+        targets,
+    })
+}
+
+/// Writes one validated item; returns its (queue, partition).
+fn write_item(
+    out: &mut String,
+    item: &Object<'_>,
+    name_chars_max: usize,
+) -> Result<(String, String), ApiError> {
+    let not_string = || item.error("queue", "Queue must be a string");
+    let queue = item
+        .opt_string("queue")
+        .map_err(|_| not_string())?
+        .ok_or_else(not_string)?;
+    if let Some(problem) = name_problem(&queue, name_chars_max) {
+        return Err(item.error("queue", format!("queue {problem}")));
+    }
+    let partition = item
+        .opt_string("partition")?
+        .unwrap_or_else(|| DEFAULT_PARTITION.to_owned());
+    if let Some(problem) = name_problem(&partition, name_chars_max) {
+        return Err(item.error("partition", format!("partition {problem}")));
+    }
+    let transaction_id = item.opt_string("transactionId")?;
+    if transaction_id
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > TRANSACTION_ID_CHARS_MAX)
+    {
+        let message =
+            format!("transactionId must be at most {TRANSACTION_ID_CHARS_MAX} characters");
+        return Err(item.error("transactionId", message));
+    }
+    let trace_id = item.opt_string("traceId")?;
+    if trace_id
+        .as_ref()
+        .is_some_and(|t| t.chars().count() > TRACE_ID_CHARS_MAX)
+    {
+        return Err(item.error(
+            "traceId",
+            format!("traceId must be at most {TRACE_ID_CHARS_MAX} characters"),
+        ));
+    }
+    // Identity first (spec §4.14): ids are fixed before the first database attempt.
+    let message_id = Uuid::now_v7().to_string();
+    let transaction_id = transaction_id.unwrap_or_else(|| Uuid::now_v7().to_string());
+    out.push('{');
+    write_key(out, "queue");
+    write_str(out, &queue);
+    out.push(',');
+    write_key(out, "partition");
+    write_str(out, &partition);
+    out.push(',');
+    write_key(out, "payload");
+    out.push_str(item.raw("payload").map_or("null", |p| p.get()));
+    out.push(',');
+    write_key(out, "transactionId");
+    write_str(out, &transaction_id);
+    out.push(',');
+    write_key(out, "messageId");
+    write_str(out, &message_id);
+    out.push(',');
+    write_key(out, "traceId");
+    write_opt_str(out, trace_id.as_deref());
+    // Without authentication there is no verified `sub`; a client-sent producerSub is ignored.
+    out.push_str(",\"producerSub\":null}");
+    Ok((queue, partition))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepare(body: &str) -> Result<(Vec<serde_json::Value>, PushRequest), String> {
+        let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
+        let items = object
+            .opt_array("items")
+            .map_err(|e| format!("{e:?}"))?
+            .unwrap_or_default();
+        let request = push_request(&items, 255).map_err(|e| format!("{e:?}"))?;
+        let parsed =
+            serde_json::from_str(&format!("[{}]", request.items)).map_err(|e| e.to_string())?;
+        Ok((parsed, request))
+    }
+
+    #[test]
+    fn items_get_ids_defaults_and_raw_payloads() {
+        let (items, request) = prepare(
+            r#"{"items":[{"queue":"q","payload":{"n":[1, 2.50]},"transactionId":"t-1","traceId":"tr"},
+                         {"queue":"q","partition":"","transactionId":null,"producerSub":"x"}]}"#,
+        )
+        .expect("valid");
+        assert_eq!(request.count, 2);
+        assert_eq!(items[0]["payload"], serde_json::json!({"n": [1, 2.5]}));
+        assert!(request.items.contains(r#""payload":{"n":[1, 2.50]}"#));
+        assert_eq!(items[0]["transactionId"], "t-1");
+        assert_eq!(items[0]["traceId"], "tr");
+        assert_eq!(items[1]["partition"], "Default");
+        assert_eq!(items[1]["payload"], serde_json::Value::Null);
+        assert_eq!(items[1]["traceId"], serde_json::Value::Null);
+        assert_eq!(items[1]["producerSub"], serde_json::Value::Null);
+        for item in &items {
+            let message_id = item["messageId"]
+                .as_str()
+                .and_then(|s| Uuid::parse_str(s).ok());
+            assert_eq!(message_id.map(|u| u.get_version_num()), Some(7));
+        }
+        assert!(Uuid::parse_str(items[1]["transactionId"].as_str().unwrap_or_default()).is_ok());
+        assert_eq!(request.targets.len(), 1, "both items go to q/Default");
+    }
+
+    #[test]
+    fn one_bad_item_fails_the_request_naming_index_and_field() {
+        let long = "x".repeat(129);
+        for (body, field) in [
+            (
+                r#"{"items":[{"queue":"q"},{"queue":5}]}"#.to_owned(),
+                "items[1].queue",
+            ),
+            (
+                r#"{"items":[{"queue":"q"},{"payload":1}]}"#.to_owned(),
+                "items[1].queue",
+            ),
+            (
+                r#"{"items":[{"queue":"q","partition":"\u0001"}]}"#.to_owned(),
+                "items[0].partition",
+            ),
+            (
+                format!(r#"{{"items":[{{"queue":"q","traceId":"{long}"}}]}}"#),
+                "items[0].traceId",
+            ),
+            (
+                r#"{"items":[{"queue":"q","transactionId":7}]}"#.to_owned(),
+                "items[0].transactionId",
+            ),
+            (r#"{"items":[1]}"#.to_owned(), "items[0]"),
+        ] {
+            let error = prepare(&body).err().unwrap_or_default();
+            assert!(
+                error.contains("validation_failed") && error.contains(field),
+                "{body}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn failed_results_are_detected() {
+        assert!(is_failed(r#"{"status": "failed", "code": "queue_full"}"#));
+        assert!(!is_failed(r#"{"status": "queued"}"#));
+    }
+}

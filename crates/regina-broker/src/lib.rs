@@ -1,0 +1,86 @@
+//! The Regina broker: HTTP API, batching engine, long-poll waiters and PostgreSQL access.
+//!
+//! Public surface used by the binary and the test kit:
+//! - [`Config`]: every setting, with the spec's defaults (`Config::default()` reads no environment);
+//! - [`serve`]: run the broker on a bound listener until `shutdown` resolves;
+//! - [`migrate`]: apply migrations and re-apply SQL functions;
+//! - [`app`] and [`AppState`]: the router, testable without a socket;
+//! - [`devdb`]: a private PostgreSQL cluster for development and tests.
+
+mod config;
+mod db;
+pub mod devdb;
+mod engine;
+mod error;
+mod http;
+mod services;
+mod state;
+mod waiters;
+
+use std::future::Future;
+
+pub use config::{defaults, Config, LogFormat, SubscriptionMode};
+pub use error::Error;
+pub use http::app;
+pub use state::AppState;
+
+/// Applies pending migrations and re-applies every SQL function, under an advisory lock so
+/// brokers starting together do not collide. Running it twice changes nothing.
+///
+/// # Errors
+/// [`Error::Connect`] when PostgreSQL is unreachable, [`Error::Migration`] naming a file that
+/// failed, [`Error::Database`] otherwise.
+pub async fn migrate(config: &Config) -> Result<(), Error> {
+    let settings = db::ConnectSettings::new(config, "migrate")?
+        // Migrations may rewrite large tables: no statement timeout for this session.
+        .with_statement_timeout_ms(0);
+    let mut client = settings
+        .connect()
+        .await
+        .map_err(|e| Error::Connect(e.to_string()))?;
+    db::migrate::run(&mut client).await
+}
+
+/// Runs the broker on `listener` until `shutdown` resolves: connects, migrates, serves, then
+/// shuts down gracefully — stops accepting, answers parked long-polls `204 shutdown`, lets
+/// in-flight requests and batches finish — bounded by `SHUTDOWN_GRACE_MS`.
+///
+/// # Errors
+/// Startup failures ([`Error::Connect`], [`Error::Migration`], [`Error::Config`]) and socket
+/// errors ([`Error::Io`]).
+pub async fn serve(
+    config: Config,
+    listener: tokio::net::TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), Error> {
+    migrate(&config).await?;
+    let grace = config.shutdown_grace();
+    let state = AppState::start(config).await?;
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let server = axum::serve(listener, app(state.clone())).with_graceful_shutdown(async move {
+        let _ = stopped.changed().await;
+    });
+    let mut server = tokio::spawn(async move { server.await });
+    tracing::info!("broker serving");
+    let result = tokio::select! {
+        finished = &mut server => finished,
+        () = shutdown => {
+            tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down");
+            state.begin_shutdown();
+            let _ = stop.send(true);
+            match tokio::time::timeout(grace, &mut server).await {
+                Ok(finished) => finished,
+                Err(_) => {
+                    tracing::warn!("grace period over; dropping remaining connections");
+                    server.abort();
+                    Ok(Ok(()))
+                }
+            }
+        }
+    };
+    state.close().await;
+    match result {
+        Ok(outcome) => outcome.map_err(Error::Io),
+        Err(join) => Err(Error::Io(std::io::Error::other(join))),
+    }
+}

@@ -1,0 +1,64 @@
+//! Background services. Per database, one leader (elected with a session advisory lock on a
+//! dedicated connection, spec §4.15) runs the expired-lease sweep; per instance, a LISTEN session
+//! wakes local waiters for pushes committed by other instances (spec §4.9).
+
+mod leader;
+mod listener;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::db::{ConnectSettings, Db};
+use crate::waiters::Waiters;
+
+/// Pause before reconnecting a background session after a failure.
+const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
+/// The running background services.
+pub(crate) struct Services {
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Services {
+    /// Starts the leader election loop and the push listener.
+    pub(crate) fn start(
+        settings: ConnectSettings,
+        sweep_interval: Duration,
+        db: Db,
+        waiters: Arc<Waiters>,
+    ) -> Services {
+        let (stop, stopped) = watch::channel(false);
+        let tasks = vec![
+            tokio::spawn(leader::run(
+                settings.clone(),
+                sweep_interval,
+                waiters.clone(),
+                stopped.clone(),
+            )),
+            tokio::spawn(listener::run(settings, db, waiters, stopped)),
+        ];
+        Services { stop, tasks }
+    }
+
+    /// Stops the services; leadership ends with its session.
+    pub(crate) async fn stop(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            if let Err(error) = task.await {
+                tracing::warn!(%error, "background task ended abnormally");
+            }
+        }
+    }
+}
+
+/// Sleeps `delay`; true when asked to stop meanwhile.
+async fn stop_requested(stopped: &mut watch::Receiver<bool>, delay: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => *stopped.borrow(),
+        _ = stopped.changed() => true,
+    }
+}

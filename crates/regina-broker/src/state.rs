@@ -1,0 +1,99 @@
+//! The broker's shared state: configuration, pool, engine, waiters and background services.
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use axum::http::HeaderValue;
+use tokio::sync::Semaphore;
+
+use crate::config::Config;
+use crate::db::{ConnectSettings, Db};
+use crate::engine::Engine;
+use crate::error::Error;
+use crate::services::Services;
+use crate::waiters::Waiters;
+
+/// Everything a request handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    shared: Arc<Shared>,
+}
+
+/// The state behind [`AppState`].
+pub(crate) struct Shared {
+    pub(crate) config: Config,
+    pub(crate) worker_id: String,
+    pub(crate) cors_origin: HeaderValue,
+    pub(crate) db: Db,
+    pub(crate) engine: Engine,
+    pub(crate) waiters: Arc<Waiters>,
+    pub(crate) inflight: Arc<Semaphore>,
+    pub(crate) started: Instant,
+    services: Mutex<Option<Services>>,
+}
+
+impl AppState {
+    /// Opens the connection pool and starts the engine and the background services. Does not
+    /// migrate: call [`crate::migrate`] first.
+    ///
+    /// # Errors
+    /// [`Error::Config`] for an unusable database URL or CORS origin, [`Error::Connect`] when
+    /// PostgreSQL is unreachable.
+    pub async fn start(config: Config) -> Result<AppState, Error> {
+        let cors_origin = HeaderValue::from_str(&config.cors_allow_origin).map_err(|_| {
+            Error::Config("CORS_ALLOW_ORIGIN is not a valid header value".to_owned())
+        })?;
+        let db = Db::open(ConnectSettings::new(&config, "pool")?, config.db_pool_size).await?;
+        let waiters = Arc::new(Waiters::new(config.longpoll_waiters_max));
+        let engine = Engine::start(&db, &waiters, &config);
+        let services = Services::start(
+            ConnectSettings::new(&config, "jobs")?,
+            Duration::from_millis(config.lease_sweep_interval_ms),
+            db.clone(),
+            waiters.clone(),
+        );
+        let shared = Shared {
+            worker_id: config.worker_id(),
+            inflight: Arc::new(Semaphore::new(
+                config.http_inflight_max.min(Semaphore::MAX_PERMITS),
+            )),
+            config,
+            cors_origin,
+            db,
+            engine,
+            waiters,
+            started: Instant::now(),
+            services: Mutex::new(Some(services)),
+        };
+        Ok(AppState {
+            shared: Arc::new(shared),
+        })
+    }
+
+    /// Begins shutdown: parked long-polls answer `204 shutdown` and new ones do not park.
+    pub fn begin_shutdown(&self) {
+        tracing::info!(
+            waiters = self.shared.waiters.len(),
+            "answering parked long-polls"
+        );
+        self.shared.waiters.shutdown();
+    }
+
+    /// Stops the background services (leadership ends) and closes the pool's connections.
+    pub async fn close(&self) {
+        let services = self
+            .shared
+            .services
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(services) = services {
+            services.stop().await;
+        }
+        self.shared.db.close();
+    }
+
+    pub(crate) fn get(&self) -> &Shared {
+        &self.shared
+    }
+}

@@ -1,0 +1,298 @@
+//! The long-poll registry (spec §4.9). A pop that found nothing parks here, holding no database
+//! connection, and is woken the moment something may have become eligible for it: a push
+//! committed to its queue (and partition), or a lease of its group ending there.
+//!
+//! A waiter is registered *before* its first pop attempt, so an event that lands while the attempt
+//! runs leaves a permit behind and the waiter retries instead of parking: no wake-up is lost.
+//! Parked waiters of one key are woken one per pushed partition (spec SHOULD); a woken waiter that
+//! leaves without finishing its retry passes the wake-up on.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::Notify;
+
+/// What a waiter waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum WaitKey {
+    /// A pop on one queue, on one partition or any.
+    Queue {
+        /// Queue name.
+        queue: String,
+        /// Partition name, for the single-partition route.
+        partition: Option<String>,
+        /// Consumer group.
+        group: String,
+    },
+    /// A namespace/task pop over many queues; woken by any push.
+    Selector {
+        /// Consumer group.
+        group: String,
+    },
+}
+
+/// `LONGPOLL_WAITERS_MAX` waiters are registered already.
+#[derive(Debug)]
+pub(crate) struct Overloaded;
+
+struct Entry {
+    partition: Option<String>,
+    group: String,
+    notify: Arc<Notify>,
+    /// Waiting for an event (not running a pop attempt).
+    parked: bool,
+    /// Chosen by a targeted wake-up and not yet parked again or done.
+    woken: bool,
+}
+
+impl Entry {
+    fn wake(&mut self, targeted: bool) {
+        self.parked = false;
+        self.woken |= targeted;
+        self.notify.notify_one();
+    }
+}
+
+#[derive(Default)]
+struct Registry {
+    next_id: u64,
+    count: usize,
+    /// Queue waiters by queue name, then by registration order.
+    queues: HashMap<String, BTreeMap<u64, Entry>>,
+    selectors: BTreeMap<u64, Entry>,
+}
+
+/// The registry of parked pops of this instance.
+pub(crate) struct Waiters {
+    registry: Mutex<Registry>,
+    max: usize,
+    shutting_down: AtomicBool,
+}
+
+impl Waiters {
+    /// An empty registry admitting `max` waiters (`LONGPOLL_WAITERS_MAX`).
+    pub(crate) fn new(max: usize) -> Waiters {
+        Waiters {
+            registry: Mutex::default(),
+            max,
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Registry> {
+        self.registry.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers a waiter; it counts against the limit until the guard is dropped.
+    ///
+    /// # Errors
+    /// [`Overloaded`] when `LONGPOLL_WAITERS_MAX` waiters exist.
+    pub(crate) fn register(self: &Arc<Self>, key: WaitKey) -> Result<WaiterGuard, Overloaded> {
+        let mut registry = self.lock();
+        if registry.count >= self.max {
+            return Err(Overloaded);
+        }
+        registry.next_id += 1;
+        registry.count += 1;
+        let id = registry.next_id;
+        let notify = Arc::new(Notify::new());
+        let (queue, partition, group) = match key {
+            WaitKey::Queue {
+                queue,
+                partition,
+                group,
+            } => (Some(queue), partition, group),
+            WaitKey::Selector { group } => (None, None, group),
+        };
+        let entry = Entry {
+            partition,
+            group,
+            notify: notify.clone(),
+            parked: false,
+            woken: false,
+        };
+        match &queue {
+            Some(queue) => {
+                registry
+                    .queues
+                    .entry(queue.clone())
+                    .or_default()
+                    .insert(id, entry);
+            }
+            None => {
+                registry.selectors.insert(id, entry);
+            }
+        }
+        Ok(WaiterGuard {
+            waiters: self.clone(),
+            id,
+            queue,
+            notify,
+        })
+    }
+
+    /// Waiters registered now.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().count
+    }
+
+    /// A push committed to `partitions` of `queue`: wake one parked waiter per pushed partition
+    /// and group (any-partition waiters) or per matching partition, every waiter that is running
+    /// a pop attempt right now, and every multi-queue waiter.
+    pub(crate) fn push_committed(&self, queue: &str, partitions: &[&str]) {
+        let mut registry = self.lock();
+        if let Some(entries) = registry.queues.get_mut(queue) {
+            let mut budgets: HashMap<(Option<String>, String), usize> = HashMap::new();
+            for entry in entries.values_mut() {
+                let budget = match entry.partition.as_deref() {
+                    None => partitions.len(),
+                    Some(p) if partitions.contains(&p) => 1,
+                    Some(_) => continue,
+                };
+                wake_within_budget(entry, &mut budgets, budget);
+            }
+        }
+        for entry in registry.selectors.values_mut() {
+            entry.wake(false);
+        }
+    }
+
+    /// A lease of `group` on `queue` ended (ack, sweep, release): its partition may be eligible
+    /// again for that group. Wakes one parked waiter per key and every multi-queue waiter of
+    /// the group.
+    pub(crate) fn lease_ended(&self, queue: &str, group: &str) {
+        let mut registry = self.lock();
+        if let Some(entries) = registry.queues.get_mut(queue) {
+            let mut budgets = HashMap::new();
+            for entry in entries.values_mut().filter(|e| e.group == group) {
+                wake_within_budget(entry, &mut budgets, 1);
+            }
+        }
+        for entry in registry.selectors.values_mut().filter(|e| e.group == group) {
+            entry.wake(false);
+        }
+    }
+
+    /// Starts shutdown: every waiter wakes and answers `204 shutdown`.
+    pub(crate) fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        let mut registry = self.lock();
+        let Registry {
+            queues, selectors, ..
+        } = &mut *registry;
+        for entry in queues
+            .values_mut()
+            .flat_map(|e| e.values_mut())
+            .chain(selectors.values_mut())
+        {
+            entry.wake(false);
+        }
+    }
+
+    /// Whether shutdown has started.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+
+    fn with_entry(&self, id: u64, queue: Option<&str>, change: impl FnOnce(&mut Entry)) {
+        let mut registry = self.lock();
+        let entry = match queue {
+            Some(q) => registry.queues.get_mut(q).and_then(|e| e.get_mut(&id)),
+            None => registry.selectors.get_mut(&id),
+        };
+        if let Some(entry) = entry {
+            change(entry);
+        }
+    }
+
+    fn deregister(&self, id: u64, queue: Option<&str>) {
+        let mut registry = self.lock();
+        let removed = match queue {
+            Some(q) => {
+                let entries = registry.queues.get_mut(q);
+                let removed = entries.and_then(|e| e.remove(&id));
+                if registry.queues.get(q).is_some_and(BTreeMap::is_empty) {
+                    registry.queues.remove(q);
+                }
+                removed
+            }
+            None => registry.selectors.remove(&id),
+        };
+        let Some(removed) = removed else { return };
+        registry.count -= 1;
+        // It was chosen for a wake-up it will not use: hand it to a parked waiter of its key.
+        if removed.woken {
+            if let Some(entries) = queue.and_then(|q| registry.queues.get_mut(q)) {
+                let heir = entries.values_mut().find(|e| {
+                    e.parked && e.group == removed.group && e.partition == removed.partition
+                });
+                if let Some(heir) = heir {
+                    heir.wake(true);
+                }
+            }
+        }
+    }
+}
+
+/// Wakes `entry` if it is running a pop attempt (a permit makes it retry), or if it is parked and
+/// its key still has budget left in this event.
+fn wake_within_budget(
+    entry: &mut Entry,
+    budgets: &mut HashMap<(Option<String>, String), usize>,
+    budget: usize,
+) {
+    if !entry.parked {
+        entry.notify.notify_one();
+        return;
+    }
+    let left = budgets
+        .entry((entry.partition.clone(), entry.group.clone()))
+        .or_insert(budget);
+    if *left > 0 {
+        *left -= 1;
+        entry.wake(true);
+    }
+}
+
+/// A registered waiter; dropping it deregisters (a client that left creates no lease).
+pub(crate) struct WaiterGuard {
+    waiters: Arc<Waiters>,
+    id: u64,
+    queue: Option<String>,
+    notify: Arc<Notify>,
+}
+
+impl WaiterGuard {
+    /// Parks until woken by an event or until `until`, whichever comes first. Returns true when
+    /// woken by an event (including shutdown).
+    pub(crate) async fn park_until(&self, until: tokio::time::Instant) -> bool {
+        self.waiters
+            .with_entry(self.id, self.queue.as_deref(), |e| {
+                e.parked = true;
+                e.woken = false;
+            });
+        let woken = tokio::select! {
+            _ = self.notify.notified() => true,
+            _ = tokio::time::sleep_until(until) => false,
+        };
+        self.waiters
+            .with_entry(self.id, self.queue.as_deref(), |e| e.parked = false);
+        woken
+    }
+
+    /// The waiter got its answer: a wake-up it received is used, not to be passed on.
+    pub(crate) fn done(&self) {
+        self.waiters
+            .with_entry(self.id, self.queue.as_deref(), |e| e.woken = false);
+    }
+}
+
+impl Drop for WaiterGuard {
+    fn drop(&mut self) {
+        self.waiters.deregister(self.id, self.queue.as_deref());
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,139 @@
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::*;
+
+fn queue_key(partition: Option<&str>, group: &str) -> WaitKey {
+    WaitKey::Queue {
+        queue: "q".into(),
+        partition: partition.map(Into::into),
+        group: group.into(),
+    }
+}
+
+/// Parks `guard` and reports whether an event woke it within 200 ms.
+async fn woken_soon(guard: &WaiterGuard) -> bool {
+    guard
+        .park_until(Instant::now() + Duration::from_millis(200))
+        .await
+}
+
+/// Parks every guard concurrently and counts those woken.
+async fn count_woken(guards: &[WaiterGuard], event: impl FnOnce()) -> usize {
+    let parked = futures::future::join_all(guards.iter().map(woken_soon));
+    let trigger = async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        event();
+    };
+    let (woken, ()) = tokio::join!(parked, trigger);
+    woken.into_iter().filter(|w| *w).count()
+}
+
+#[tokio::test]
+async fn a_push_wakes_one_parked_waiter_per_partition() {
+    let waiters = Arc::new(Waiters::new(100));
+    let guards: Vec<_> = (0..4)
+        .map(|_| waiters.register(queue_key(None, "g")).expect("room"))
+        .collect();
+    assert_eq!(
+        count_woken(&guards, || waiters.push_committed("q", &["p1", "p2"])).await,
+        2
+    );
+}
+
+#[tokio::test]
+async fn a_single_partition_waiter_ignores_other_partitions() {
+    let waiters = Arc::new(Waiters::new(100));
+    let guard = [waiters.register(queue_key(Some("p1"), "g")).expect("room")];
+    assert_eq!(
+        count_woken(&guard, || waiters.push_committed("q", &["p2"])).await,
+        0
+    );
+    assert_eq!(
+        count_woken(&guard, || waiters.push_committed("q", &["p1"])).await,
+        1
+    );
+    assert_eq!(
+        count_woken(&guard, || waiters.push_committed("other", &["p1"])).await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn an_event_during_a_pop_attempt_is_not_lost() {
+    let waiters = Arc::new(Waiters::new(100));
+    let guard = waiters.register(queue_key(None, "g")).expect("room");
+    // The waiter is "running its pop" (not parked) when the push commits.
+    waiters.push_committed("q", &["p"]);
+    let started = Instant::now();
+    assert!(guard.park_until(started + Duration::from_secs(5)).await);
+    assert!(started.elapsed() < Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_woken_waiter_that_leaves_passes_the_wake_on() {
+    let waiters = Arc::new(Waiters::new(100));
+    let first = waiters.register(queue_key(None, "g")).expect("room");
+    let second = waiters.register(queue_key(None, "g")).expect("room");
+    let (first_woken, second_parked) = tokio::join!(woken_soon(&first), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        waiters.push_committed("q", &["p"]);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        true
+    });
+    assert!(first_woken && second_parked);
+    // `second` parks; `first` leaves without using its wake-up.
+    let (second_woken, ()) = tokio::join!(woken_soon(&second), async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        drop(first);
+    });
+    assert!(second_woken);
+}
+
+#[tokio::test]
+async fn a_lease_end_wakes_only_its_group() {
+    let waiters = Arc::new(Waiters::new(100));
+    let other = [waiters.register(queue_key(None, "other")).expect("room")];
+    assert_eq!(
+        count_woken(&other, || waiters.lease_ended("q", "g")).await,
+        0
+    );
+    let selector = [waiters
+        .register(WaitKey::Selector { group: "g".into() })
+        .expect("room")];
+    assert_eq!(
+        count_woken(&selector, || waiters.lease_ended("q", "g")).await,
+        1
+    );
+    assert_eq!(
+        count_woken(&selector, || waiters.push_committed("any", &["p"])).await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn registrations_beyond_the_limit_are_refused_and_drops_free_room() {
+    let waiters = Arc::new(Waiters::new(2));
+    let a = waiters.register(queue_key(None, "g")).expect("room");
+    let _b = waiters
+        .register(WaitKey::Selector { group: "g".into() })
+        .expect("room");
+    assert!(waiters.register(queue_key(None, "g")).is_err());
+    drop(a);
+    assert_eq!(waiters.len(), 1);
+    assert!(waiters.register(queue_key(None, "g")).is_ok());
+}
+
+#[tokio::test]
+async fn shutdown_wakes_everyone() {
+    let waiters = Arc::new(Waiters::new(10));
+    let guards = [
+        waiters.register(queue_key(None, "g")).expect("room"),
+        waiters
+            .register(WaitKey::Selector { group: "h".into() })
+            .expect("room"),
+    ];
+    assert_eq!(count_woken(&guards, || waiters.shutdown()).await, 2);
+    assert!(waiters.is_shutting_down());
+}
