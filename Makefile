@@ -1,0 +1,55 @@
+# Regina — the commands a developer and CI need. `make help` lists them.
+#
+# `make run` needs nothing but this checkout: without DATABASE_URL or PG_* settings the broker
+# starts a private PostgreSQL cluster under .regina/ and stops it on Ctrl-C.
+
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+# rustup installs cargo here; a non-login shell may not have it on PATH yet.
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+CARGO ?= cargo
+TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
+# The shared test cluster of regina-testkit (see crates/regina-testkit).
+TEST_PG_DIR := $(TARGET_DIR)/regina-test-pg
+# The development cluster of `regina serve` without database settings.
+DEV_DIR := $(CURDIR)/.regina
+REGINA := $(TARGET_DIR)/release/regina
+
+.PHONY: help run build test lint fmt migrate clean-db ensure-postgres
+
+help: ## List the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
+	  awk 'BEGIN { FS = ":.*## " } { printf "  make %-16s %s\n", $$1, $$2 }'
+
+run: ensure-postgres ## Build (release) and run the broker in the foreground on :6632; Ctrl-C stops it and its dev database
+	$(CARGO) build --release -p regina
+	exec $(REGINA) serve
+
+build: ## Build the whole workspace (debug)
+	$(CARGO) build --workspace --all-targets
+
+test: ensure-postgres ## Format check, clippy, all tests; then stop the shared test cluster (keeps the exit code)
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
+	  bash scripts/pg-stop.sh "$(TEST_PG_DIR)"; exit $$status
+
+lint: ## Format check and clippy with warnings as errors
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt: ## Format all Rust code
+	$(CARGO) fmt --all
+
+migrate: ensure-postgres ## Apply migrations and SQL functions (to the dev database unless DATABASE_URL/PG_* is set)
+	$(CARGO) build --release -p regina
+	$(REGINA) migrate
+
+clean-db: ## Stop the dev database and delete .regina/
+	bash scripts/pg-stop.sh --delete "$(DEV_DIR)/pgdata"
+	rm -rf -- "$(DEV_DIR)"
+
+ensure-postgres: ## Install the PostgreSQL binaries (and check cargo) when missing
+	@bash scripts/ensure-postgres.sh
