@@ -300,7 +300,7 @@ begin
                 where c.queue_id = any (v_queues) and c.consumer_group = v_group));
         end if;
         return jsonb_build_object('empty', v_reason,
-                                  'wakeAt', regina._ts(case when v_wake > i_now then v_wake end));
+                                  'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end));
     end if;
     return v_first || jsonb_build_object(
         'success', true, 'leaseId', coalesce(v_lease::text, ''), 'consumerGroup', v_group,

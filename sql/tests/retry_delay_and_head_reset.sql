@@ -17,7 +17,7 @@ begin
         'status','failed','leaseId','0196a000-0000-7000-8000-0000000000e1','error','bad')), t0);
     select result into v from regina.pop('[{"queue":"r","batch":1,"leaseId":"0196a000-0000-7000-8000-0000000000e2"}]',
                                          t0 + interval '4 seconds');
-    assert v ->> 'empty' = 'empty' and v ->> 'wakeAt' = '2026-01-01T00:00:05.000Z', format('resting: %s', v);
+    assert v ->> 'empty' = 'empty' and v ->> 'wakeAt' = '2026-01-01T00:00:05.000000Z', format('resting: %s', v);
     select result into v from regina.pop('[{"queue":"r","batch":1,"leaseId":"0196a000-0000-7000-8000-0000000000e3"}]',
                                          t0 + interval '5 seconds');
     assert v -> 'messages' -> 0 ->> 'retryCount' = '1', format('redelivered: %s', v);

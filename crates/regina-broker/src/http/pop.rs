@@ -24,8 +24,9 @@ use crate::waiters::WaitKey;
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 /// Longest `namespace` / `task` selector, characters (spec §6).
 const LABEL_CHARS_MAX: usize = 255;
-/// `wakeAt` is reported with millisecond precision; waking a little late avoids an early retry.
-const WAKE_MARGIN: Duration = Duration::from_millis(5);
+/// `wakeAt` comes from the database clock (microseconds); waking a hair late absorbs a small
+/// difference between that clock and this host's, so the retry does not come early.
+const WAKE_MARGIN: Duration = Duration::from_millis(1);
 /// Bounds on the re-arm delay of time-based retries, in case broker and database clocks differ.
 const REARM_MIN: Duration = Duration::from_millis(1);
 const REARM_MAX: Duration = Duration::from_secs(1);
