@@ -5,7 +5,11 @@
 -- message committed to the partition before us.
 
 -- Creates the queues and partitions named by the items, if missing, and resolves every item.
-create or replace function regina._push_resolve(i_items jsonb) returns regina.push_item[]
+-- Payloads travel beside the items, as elements of a `json` array: reading a field of a `json`
+-- value would de-escape every string in it (and refuse U+0000), whereas array elements come out
+-- verbatim. Without i_payloads, each item's own `payload` is used (convenient from SQL).
+create or replace function regina._push_resolve(i_items jsonb, i_payloads json)
+returns regina.push_item[]
 language plpgsql as $$
 declare
     v_items regina.push_item[];
@@ -28,23 +32,26 @@ begin
     select array_agg(row(
                (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
                t.e ->> 'transactionId', (t.e ->> 'messageId')::uuid,
-               nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub', t.e -> 'payload'
+               nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub',
+               coalesce(pl.payload, (t.e -> 'payload')::json)
            )::regina.push_item order by t.ord)
     into v_items
     from jsonb_array_elements(i_items) with ordinality t(e, ord)
+    left join json_array_elements(i_payloads) with ordinality pl(payload, ord) on pl.ord = t.ord
     join regina.queues q on q.name = t.e ->> 'queue'
     join regina.partitions p on p.queue_id = q.id and p.name = t.e ->> 'partition';
     return coalesce(v_items, '{}');
 end
 $$;
 
-create or replace function regina.push(i_items jsonb, i_notify boolean default false,
+create or replace function regina.push(i_items jsonb, i_payloads json default null,
+                                       i_notify boolean default false,
                                        i_now timestamptz default null)
 returns table (idx integer, result jsonb)
 language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
-    v_items regina.push_item[] := regina._push_resolve(i_items);
+    v_items regina.push_item[] := regina._push_resolve(i_items, i_payloads);
 begin
     perform 1 from regina.partitions p
     where p.id in (select distinct x.partition_id from unnest(v_items) x)

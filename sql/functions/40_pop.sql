@@ -109,18 +109,16 @@ $$;
 create or replace function regina._pop_read(i_c regina.cursors, i_q regina.queues,
                                             i_p regina.partitions, i_budget integer,
                                             i_lease text, i_now timestamptz,
-                                            out o_messages jsonb, out o_count integer,
-                                            out o_last bigint)
+                                            out o_messages json[], out o_last bigint)
 language sql stable as $$
-    select coalesce(jsonb_agg(jsonb_build_object(
+    select array_agg(json_build_object(
                'id', m.id, 'transactionId', m.transaction_id, 'traceId', m.trace_id,
                'data', m.payload, 'producerSub', m.producer_sub,
                'createdAt', regina._ts_us(m.created_at), 'partitionId', i_p.uuid,
                'partition', i_p.name, 'queue', i_q.name, 'leaseId', i_lease,
                'consumerGroup', i_c.consumer_group,
                'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end)
-               order by m.seq), '[]'::jsonb),
-           count(*)::integer,
+               order by m.seq),
            max(m.seq)
     from (select x.*, row_number() over (order by x.seq) as rn
           from (select * from regina.messages mm
@@ -131,13 +129,42 @@ language sql stable as $$
                 limit i_budget) x) m
 $$;
 
--- Claims one partition for a group and reads from its head. Returns {messages, count} when it
--- delivered, else {reason, wake} (wake: when this partition may become eligible).
+-- Settles the messages at the head whose ttl has passed (they form a prefix: createdAt never
+-- decreases along a partition). Returns the cursor moved past them.
+create or replace function regina._expire_head(i_c regina.cursors, i_q regina.queues,
+                                               i_now timestamptz)
+returns regina.cursors
+language plpgsql as $$
+declare
+    v_c regina.cursors := i_c;
+    v_keep bigint;
+begin
+    if i_q.ttl_seconds = 0 then
+        return v_c;
+    end if;
+    select coalesce(
+               min(m.seq) filter (where m.created_at > i_now - i_q.ttl_seconds * interval '1 second'),
+               max(m.seq) + 1)
+    into v_keep
+    from regina.messages m
+    where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq;
+    if v_keep > v_c.next_seq then
+        v_c.next_seq := v_keep;
+        v_c.marks := regina._marks_from(v_c.marks, v_keep);
+        v_c.head_attempts := 0;
+        v_c.head_error := null;
+    end if;
+    return v_c;
+end
+$$;
+
+-- Claims one partition for a group and reads from its head. Delivered messages, or the reason
+-- nothing was delivered and when this partition may become eligible.
 create or replace function regina._pop_claim(i_q regina.queues, i_p regina.partitions,
                                              i_group text, i_budget integer, i_auto boolean,
                                              i_lease uuid, i_start_at timestamptz,
                                              i_now timestamptz)
-returns jsonb
+returns regina.claim_outcome
 language plpgsql as $$
 declare
     v_c regina.cursors := regina._cursor_lock(i_q.id, i_p.id, i_group, i_start_at);
@@ -145,30 +172,32 @@ declare
     v_wake timestamptz;
 begin
     if v_c.partition_id is null then
-        return jsonb_build_object('reason', 'lease_held');
+        return row(null, 'lease_held', null)::regina.claim_outcome;
     end if;
     if v_c.lease_active and v_c.lease_expires_at <= i_now then
         v_c := (regina._lease_fail(v_c, i_q, 'Lease expired', v_c.lease_expires_at, i_now)).c;
         perform regina._cursor_save(v_c);
     end if;
     if v_c.lease_active then
-        return jsonb_build_object('reason', 'lease_held', 'wake', v_c.lease_expires_at);
+        return row(null, 'lease_held', v_c.lease_expires_at)::regina.claim_outcome;
     elsif v_c.retry_after > i_now then
-        return jsonb_build_object('reason', 'empty', 'wake', v_c.retry_after);
+        return row(null, 'empty', v_c.retry_after)::regina.claim_outcome;
     elsif i_q.window_buffer_seconds > 0
           and i_p.last_push_at > i_now - i_q.window_buffer_seconds * interval '1 second' then
-        return jsonb_build_object('reason', 'window_buffer', 'wake',
-                                  i_p.last_push_at + i_q.window_buffer_seconds * interval '1 second');
+        return row(null, 'window_buffer',
+                   i_p.last_push_at + i_q.window_buffer_seconds * interval '1 second')::regina.claim_outcome;
     end if;
+    v_c := regina._expire_head(v_c, i_q, i_now);
 
     select * into v_read
     from regina._pop_read(v_c, i_q, i_p, i_budget, coalesce(i_lease::text, ''), i_now);
-    if v_read.o_count = 0 then
+    if v_read.o_messages is null then
+        perform regina._cursor_save(v_c);
         select m.created_at + i_q.delayed_processing_seconds * interval '1 second' into v_wake
         from regina.messages m
         where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq and m.seq <> all (v_c.marks)
         order by m.seq limit 1;
-        return jsonb_build_object('reason', 'empty', 'wake', v_wake);
+        return row(null, 'empty', v_wake)::regina.claim_outcome;
     end if;
 
     v_c.last_claim_at := i_now;
@@ -177,7 +206,7 @@ begin
         v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
         v_c.head_attempts := 0;
         v_c.head_error := null;
-        v_c.total_consumed := v_c.total_consumed + v_read.o_count;
+        v_c.total_consumed := v_c.total_consumed + cardinality(v_read.o_messages);
         v_c.batches_consumed := v_c.batches_consumed + 1;
         v_c.last_consumed_at := i_now;
     else
@@ -188,7 +217,7 @@ begin
         v_c.lease_marks := '{}';
     end if;
     perform regina._cursor_save(v_c);
-    return jsonb_build_object('messages', v_read.o_messages, 'count', v_read.o_count);
+    return row(v_read.o_messages, null, null)::regina.claim_outcome;
 end
 $$;
 
@@ -231,7 +260,7 @@ language sql stable as $$
 $$;
 
 -- One pop request: claims up to `partitions` partitions, `batch` messages in all.
-create or replace function regina._pop_one(i_req jsonb, i_now timestamptz) returns jsonb
+create or replace function regina._pop_one(i_req jsonb, i_now timestamptz) returns json
 language plpgsql as $$
 declare
     v_group text := coalesce(nullif(i_req ->> 'consumerGroup', ''), '__QUEUE_MODE__');
@@ -245,9 +274,10 @@ declare
     v_q regina.queues;
     v_p regina.partitions;
     v_start timestamptz;
-    v_res jsonb;
-    v_messages jsonb := '[]';
-    v_first jsonb;
+    v_res regina.claim_outcome;
+    v_messages json[] := '{}';
+    v_first regina.partitions;
+    v_first_queue text;
     v_claimed integer := 0;
     v_reason text := 'empty';
     v_wake timestamptz;
@@ -259,7 +289,7 @@ begin
                                             nullif(i_req ->> 'task', ''), v_group);
     end if;
     if cardinality(v_queues) = 0 then
-        return jsonb_build_object('empty', 'queue_not_found', 'wakeAt', null);
+        return json_build_object('empty', 'queue_not_found', 'wakeAt', null);
     end if;
 
     <<queues>>
@@ -268,7 +298,7 @@ begin
         v_start := regina._subscription_start(v_q.id, v_group, i_req, i_now);
         if v_single is not null and not exists (
                 select 1 from regina.partitions p where p.queue_id = v_q.id and p.name = v_single) then
-            return jsonb_build_object('empty', 'partition_not_found', 'wakeAt', null);
+            return json_build_object('empty', 'partition_not_found', 'wakeAt', null);
         end if;
         for v_p in
             select c.* from regina._pop_candidates(v_q.id, v_group, i_now) c where v_single is null
@@ -276,16 +306,18 @@ begin
             select p.* from regina.partitions p where p.queue_id = v_q.id and p.name = v_single
         loop
             v_res := regina._pop_claim(v_q, v_p, v_group, v_budget, v_auto, v_lease, v_start, i_now);
-            if v_res ? 'messages' then
-                v_messages := v_messages || (v_res -> 'messages');
-                v_budget := v_budget - (v_res ->> 'count')::integer;
+            if v_res.messages is not null then
+                v_messages := v_messages || v_res.messages;
+                v_budget := v_budget - cardinality(v_res.messages);
                 v_claimed := v_claimed + 1;
-                v_first := coalesce(v_first, jsonb_build_object(
-                    'queue', v_q.name, 'partition', v_p.name, 'partitionId', v_p.uuid));
+                if v_claimed = 1 then
+                    v_first := v_p;
+                    v_first_queue := v_q.name;
+                end if;
                 exit queues when v_budget <= 0 or v_claimed >= v_slots;
             else
-                v_reason := case when v_single is not null then v_res ->> 'reason' else 'empty' end;
-                v_wake := least(v_wake, (v_res ->> 'wake')::timestamptz);
+                v_reason := case when v_single is not null then v_res.reason else 'empty' end;
+                v_wake := least(v_wake, v_res.wake);
             end if;
         end loop;
     end loop;
@@ -299,18 +331,20 @@ begin
                 from regina.cursors c
                 where c.queue_id = any (v_queues) and c.consumer_group = v_group));
         end if;
-        return jsonb_build_object('empty', v_reason,
-                                  'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end));
+        return json_build_object('empty', v_reason,
+                                 'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end));
     end if;
-    return v_first || jsonb_build_object(
-        'success', true, 'leaseId', coalesce(v_lease::text, ''), 'consumerGroup', v_group,
-        'partitionsClaimed', v_claimed, 'messages', v_messages);
+    return json_build_object(
+        'success', true, 'queue', v_first_queue, 'partition', v_first.name,
+        'partitionId', v_first.uuid, 'leaseId', coalesce(v_lease::text, ''),
+        'consumerGroup', v_group, 'partitionsClaimed', v_claimed,
+        'messages', array_to_json(v_messages));
 end
 $$;
 
 -- Pop requests of one fused batch, served in arrival order in one transaction.
 create or replace function regina.pop(i_reqs jsonb, i_now timestamptz default null)
-returns table (idx integer, result jsonb)
+returns table (idx integer, result json)
 language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());

@@ -1,13 +1,13 @@
 -- Dead-letter listing (GET /api/v1/dlq): newest failure first, filtered, paged, with the total.
 
 create or replace function regina.dlq_list(i_query jsonb, i_now timestamptz default null)
-returns jsonb
+returns json
 language plpgsql stable as $$
 declare
     v_limit integer := coalesce((i_query ->> 'limit')::integer, 100);
     v_offset integer := coalesce((i_query ->> 'offset')::integer, 0);
     v_total bigint;
-    v_rows jsonb;
+    v_rows json;
 begin
     with matching as (
         select d.*, q.name as queue_name, p.name as partition_name, p.uuid as partition_uuid
@@ -20,19 +20,19 @@ begin
           and (i_query ->> 'from' is null or d.failed_at >= (i_query ->> 'from')::timestamptz)
           and (i_query ->> 'to' is null or d.failed_at <= (i_query ->> 'to')::timestamptz))
     select (select count(*) from matching),
-           (select coalesce(jsonb_agg(jsonb_build_object(
+           (select coalesce(json_agg(json_build_object(
                         'id', x.message_id, 'transactionId', x.transaction_id,
                         'partitionId', x.partition_uuid, 'queue', x.queue_name,
                         'partition', x.partition_name, 'consumerGroup', x.consumer_group,
                         'errorMessage', x.error_message, 'retryCount', x.retry_count,
                         'data', x.payload, 'traceId', x.trace_id, 'producerSub', x.producer_sub,
                         'createdAt', regina._ts_us(x.created_at), 'failedAt', regina._ts(x.failed_at))
-                        order by x.failed_at desc, x.id desc), '[]')
+                        order by x.failed_at desc, x.id desc), '[]'::json)
             from (select * from matching m order by m.failed_at desc, m.id desc
                   limit v_limit offset v_offset) x)
     into v_total, v_rows;
-    return jsonb_build_object(
+    return json_build_object(
         'messages', v_rows, 'total', v_total,
-        'pagination', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total));
+        'pagination', json_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total));
 end
 $$;

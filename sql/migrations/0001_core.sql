@@ -44,6 +44,8 @@ create table regina.partitions (
 ) with (fillfactor = 70);
 
 -- Insert-only. `seq` is the message's offset in its partition; offset order is commit order.
+-- Payloads are `json`, kept verbatim: any JSON value round-trips (U+0000 included, which `jsonb`
+-- refuses), and neither push nor pop pays for a conversion.
 create table regina.messages (
     partition_id   bigint not null,
     seq            bigint not null,
@@ -52,7 +54,7 @@ create table regina.messages (
     trace_id       text,
     producer_sub   text,
     created_at     timestamptz not null,
-    payload        jsonb,
+    payload        json,
     primary key (partition_id, seq)
 );
 
@@ -108,7 +110,7 @@ create table regina.dead_letters (
     transaction_id text not null,
     trace_id       text,
     producer_sub   text,
-    payload        jsonb,
+    payload        json,
     created_at     timestamptz not null,
     error_message  text,
     retry_count    integer not null default 0,
@@ -138,7 +140,14 @@ create type regina.push_item as (
     message_id     uuid,
     trace_id       text,
     producer_sub   text,
-    payload        jsonb
+    payload        json
+);
+
+-- What claiming one partition gave a pop: messages (wire objects), or why not and when to retry.
+create type regina.claim_outcome as (
+    messages json[],
+    reason   text,
+    wake     timestamptz
 );
 
 -- A cursor changed in memory, and whether the change wrote a dead letter.

@@ -11,7 +11,7 @@ begin
     perform regina.push('[{"queue":"o","partition":"p","payload":1,"transactionId":"a","messageId":"0196a000-0000-7000-8000-0000000000a1"},
                           {"queue":"o","partition":"p","payload":2,"transactionId":"b","messageId":"0196a000-0000-7000-8000-0000000000a2"},
                           {"queue":"o","partition":"p","payload":3,"transactionId":"c","messageId":"0196a000-0000-7000-8000-0000000000a3"}]',
-                        false, t0);
+                        i_now => t0);
     select result into v from regina.pop(jsonb_build_array(jsonb_build_object(
         'queue','o','batch',3,'leaseId',l1)), t0);
     pid := v ->> 'partitionId';

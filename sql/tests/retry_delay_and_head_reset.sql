@@ -10,7 +10,7 @@ begin
     perform regina.configure('{"queue":"r","options":{"retryDelay":5000,"retryLimit":5}}');
     perform regina.push('[{"queue":"r","partition":"p","payload":1,"transactionId":"m1","messageId":"0196a000-0000-7000-8000-0000000000d1"},
                           {"queue":"r","partition":"p","payload":2,"transactionId":"m2","messageId":"0196a000-0000-7000-8000-0000000000d2"}]',
-                        false, t0);
+                        i_now => t0);
     select result into v from regina.pop('[{"queue":"r","batch":1,"leaseId":"0196a000-0000-7000-8000-0000000000e1"}]', t0);
     pid := v ->> 'partitionId';
     perform regina.ack(jsonb_build_array(jsonb_build_object('transactionId','m1','partitionId',pid,

@@ -8,8 +8,8 @@ declare
 begin
     for i in 0..99 loop
         perform regina.push(jsonb_build_array(jsonb_build_object('queue','t','partition','p',
-            'payload',i,'transactionId','m' || i,'messageId',gen_random_uuid())), false,
-            t0 + i * interval '1 second');
+            'payload',i,'transactionId','m' || i,'messageId',gen_random_uuid())),
+            i_now => t0 + i * interval '1 second');
     end loop;
     select result into v from regina.pop(jsonb_build_array(jsonb_build_object(
         'queue','t','consumerGroup','late','subscriptionFrom','2026-01-01T00:00:37Z',

@@ -7,7 +7,7 @@ declare
 begin
     perform regina.configure('{"queue":"s","options":{"leaseTime":5,"retryLimit":0}}');
     perform regina.push('[{"queue":"s","partition":"p","payload":1,"transactionId":"x",
-                           "messageId":"0196a000-0000-7000-8000-0000000000c1"}]', false, t0);
+                           "messageId":"0196a000-0000-7000-8000-0000000000c1"}]', i_now => t0);
     perform regina.pop('[{"queue":"s","batch":1,"leaseId":"0196a000-0000-7000-8000-0000000000c2"}]', t0);
     for r in select * from regina.lease_sweep(10, t0 + interval '4 seconds') loop n := n + 1; end loop;
     assert n = 0, 'no expiry before the lease ends';
