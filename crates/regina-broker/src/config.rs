@@ -220,7 +220,8 @@ pub struct Config {
     /// Parked long-polls per instance. Default 10 000.
     #[arg(long, env = "LONGPOLL_WAITERS_MAX", default_value_t = defaults::LONGPOLL_WAITERS_MAX)]
     pub longpoll_waiters_max: usize,
-    /// Requests in flight per instance. Default 20 000.
+    /// Requests in flight per instance. Default 20 000. `GET /metrics` is not counted: it never
+    /// touches the database, and operators need it most when the instance is full.
     #[arg(long, env = "HTTP_INFLIGHT_MAX", default_value_t = defaults::HTTP_INFLIGHT_MAX,
           value_parser = parse_positive_usize)]
     pub http_inflight_max: usize,

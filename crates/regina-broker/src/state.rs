@@ -10,6 +10,7 @@ use crate::config::Config;
 use crate::db::{ConnectSettings, Db};
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::http::metrics::Metrics;
 use crate::services::Services;
 use crate::waiters::Waiters;
 
@@ -29,6 +30,7 @@ pub(crate) struct Shared {
     pub(crate) waiters: Arc<Waiters>,
     pub(crate) inflight: Arc<Semaphore>,
     pub(crate) started: Instant,
+    pub(crate) metrics: Metrics,
     services: Mutex<Option<Services>>,
 }
 
@@ -52,6 +54,7 @@ impl AppState {
             db.clone(),
             waiters.clone(),
         );
+        let started = Instant::now();
         let shared = Shared {
             worker_id: config.worker_id(),
             inflight: Arc::new(Semaphore::new(
@@ -62,7 +65,8 @@ impl AppState {
             db,
             engine,
             waiters,
-            started: Instant::now(),
+            started,
+            metrics: Metrics::new(started),
             services: Mutex::new(Some(services)),
         };
         Ok(AppState {

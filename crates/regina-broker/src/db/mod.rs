@@ -41,7 +41,9 @@ impl Stmt {
 
     fn sql(self) -> &'static str {
         match self {
-            Stmt::Push => "select idx, result::text from regina.push($1::text::jsonb, $2::boolean)",
+            Stmt::Push => {
+                "select idx, result::text from regina.push($1::text::jsonb, $2::text::json, $3::boolean)"
+            }
             Stmt::Pop => "select idx, result::text from regina.pop($1::text::jsonb)",
             Stmt::Ack => {
                 "select idx, result::text, wake_queue, wake_group from regina.ack($1::text::jsonb)"
@@ -110,9 +112,16 @@ fn single_text(rows: &[Row]) -> Result<String, DbError> {
 }
 
 impl Db {
-    /// `regina.push(items, notify)`: one row per item.
-    pub(crate) async fn push(&self, items: &str, notify: bool) -> Result<Vec<IndexedRow>, DbError> {
-        let rows = self.query(Stmt::Push, &[&items, &notify]).await?;
+    /// `regina.push(items, payloads, notify)`: one row per item.
+    pub(crate) async fn push(
+        &self,
+        items: &str,
+        payloads: &str,
+        notify: bool,
+    ) -> Result<Vec<IndexedRow>, DbError> {
+        let rows = self
+            .query(Stmt::Push, &[&items, &payloads, &notify])
+            .await?;
         rows.iter().map(indexed).collect()
     }
 

@@ -101,6 +101,35 @@ pub(crate) struct Conn {
     client: Client,
     backend_pid: i32,
     prepared: Mutex<[Option<Statement>; Stmt::COUNT]>,
+    /// Statements pipelined on this session right now; `0` means idle.
+    in_flight: AtomicUsize,
+}
+
+/// Counts one unit in an `AtomicUsize` for as long as it lives, cancellation included.
+struct Counted<'a>(&'a AtomicUsize);
+
+impl<'a> Counted<'a> {
+    fn new(counter: &'a AtomicUsize) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Counted(counter)
+    }
+}
+
+impl Drop for Counted<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A snapshot of the pool for `/metrics` (spec §3.1).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PoolStats {
+    /// Configured sessions (`DB_POOL_SIZE`).
+    pub(crate) size: usize,
+    /// Open sessions with no statement in flight.
+    pub(crate) idle: usize,
+    /// Callers waiting for a session because none was healthy.
+    pub(crate) waiting: usize,
 }
 
 impl Conn {
@@ -118,6 +147,7 @@ impl Conn {
             client,
             backend_pid,
             prepared: Mutex::new(Default::default()),
+            in_flight: AtomicUsize::new(0),
         })
     }
 
@@ -144,6 +174,7 @@ impl Conn {
         stmt: Stmt,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, DbError> {
+        let _busy = Counted::new(&self.in_flight);
         let statement = self.statement(stmt).await?;
         self.client
             .query(&statement, params)
@@ -180,6 +211,8 @@ struct Pool {
     settings: ConnectSettings,
     slots: Box<[Slot]>,
     next: AtomicUsize,
+    /// Callers inside [`Db::conn`] waiting for a reconnect.
+    waiting: AtomicUsize,
 }
 
 impl Db {
@@ -200,6 +233,7 @@ impl Db {
                 settings,
                 slots,
                 next: AtomicUsize::new(0),
+                waiting: AtomicUsize::new(0),
             }),
         };
         // Sessions open in parallel: startup costs one connect, not `size` of them.
@@ -242,6 +276,7 @@ impl Db {
                 return Ok(conn);
             }
         }
+        let _waiting = Counted::new(&self.inner.waiting);
         match tokio::time::timeout(self.inner.settings.connect_timeout(), self.reconnect(start))
             .await
         {
@@ -258,6 +293,22 @@ impl Db {
             let conn = slot.conn.lock().unwrap_or_else(PoisonError::into_inner);
             conn.as_ref().is_some_and(|c| c.backend_pid == pid)
         })
+    }
+
+    /// Size, idle sessions and waiting callers, read without blocking the pool.
+    pub(crate) fn stats(&self) -> PoolStats {
+        let idle = self
+            .inner
+            .slots
+            .iter()
+            .filter_map(Slot::healthy)
+            .filter(|conn| conn.in_flight.load(Ordering::Relaxed) == 0)
+            .count();
+        PoolStats {
+            size: self.inner.slots.len(),
+            idle,
+            waiting: self.inner.waiting.load(Ordering::Relaxed),
+        }
     }
 
     /// Drops every connection (shutdown).

@@ -54,6 +54,8 @@ fn split_rows(
 pub(crate) struct PushRequest {
     /// Comma-separated JSON objects in the shape of `regina.push`'s `i_items` elements.
     pub(crate) items: String,
+    /// The items' payloads, comma-separated, raw as the client sent them (`i_payloads`).
+    pub(crate) payloads: String,
     /// Number of items in `items`.
     pub(crate) count: usize,
     /// Distinct (queue, partition) pairs written, for waking waiters after commit.
@@ -72,8 +74,9 @@ impl BatchOp for PushOp {
 
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
         let items = json_array(requests.iter().map(|r| r.items.as_str()));
+        let payloads = json_array(requests.iter().map(|r| r.payloads.as_str()));
         // Other instances learn of the commit through NOTIFY; this one wakes its waiters below.
-        let rows = db.push(&items, true).await?;
+        let rows = db.push(&items, &payloads, true).await?;
         let results = split_rows(rows, requests.iter().map(|r| r.count))?;
         // Committed: wake the waiters of every written partition (spec §4.9).
         let mut by_queue: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();

@@ -110,21 +110,11 @@ fn write_item(
     request_group: Option<&str>,
     name_chars_max: usize,
 ) -> Result<(), ApiError> {
-    let tx_required = || item.error("transactionId", "transactionId is required");
-    let transaction_id = item
-        .opt_string("transactionId")
-        .map_err(|_| tx_required())?
-        .ok_or_else(tx_required)?;
-    let partition_required = || {
-        item.error(
-            "partitionId",
-            "partitionId is required to ensure message uniqueness",
-        )
-    };
-    let partition_id = item
-        .opt_string("partitionId")
-        .map_err(|_| partition_required())?
-        .ok_or_else(partition_required)?;
+    let transaction_id = item.required_string("transactionId", "transactionId is required")?;
+    let partition_id = item.required_string(
+        "partitionId",
+        "partitionId is required to ensure message uniqueness",
+    )?;
     if uuid::Uuid::parse_str(&partition_id).is_err() {
         return Err(item.error("partitionId", "partitionId must be a UUID"));
     }
@@ -142,8 +132,9 @@ fn write_item(
     };
     let lease_id = item.opt_string("leaseId")?;
     let own_group = group(item, name_chars_max)?;
+    // Kept, not matched: a NUL becomes U+FFFD rather than costing the ack (spec §6).
     let error: Option<String> = item
-        .opt_string("error")?
+        .opt_string_nul_replaced("error")?
         .map(|e| e.chars().take(ERROR_CHARS_MAX).collect());
     out.push('{');
     write_key(out, "transactionId");
@@ -218,6 +209,39 @@ mod tests {
             .ok()
             .and_then(|v| v["error"].as_str().map(|e| e.chars().count()));
         assert_eq!(error, Some(4096));
+    }
+
+    #[test]
+    fn nul_is_refused_in_matched_fields_and_replaced_in_error_text() {
+        for (body, field) in [
+            (
+                r#"{"transactionId":"t\u0000","partitionId":"p"}"#,
+                "transactionId",
+            ),
+            (
+                r#"{"transactionId":"t","partitionId":"p","leaseId":"\u0000"}"#,
+                "leaseId",
+            ),
+            (
+                r#"{"transactionId":"t","partitionId":"p","consumerGroup":"g\u0000"}"#,
+                "consumerGroup",
+            ),
+        ] {
+            let error = item(body, None).err().unwrap_or_default();
+            assert!(
+                error.contains("validation_failed")
+                    && error.contains(&format!("{field} must not contain NUL characters")),
+                "{body}: {error}"
+            );
+        }
+        let value = item(
+            r#"{"transactionId":"t","partitionId":"p","status":"failed","error":"a\u0000b"}"#,
+            None,
+        );
+        assert_eq!(
+            value.ok().map(|v| v["error"].clone()),
+            Some(serde_json::json!("a\u{FFFD}b"))
+        );
     }
 
     #[test]

@@ -158,11 +158,45 @@ impl<'a> Object<'a> {
         self.fields.get(key).copied()
     }
 
-    /// An optional string: absent, `null` and `""` are `None` (spec §2.4).
+    /// An optional string bound for a PostgreSQL `text` value: absent, `null` and `""` are `None`
+    /// (spec §2.4). `text` cannot hold U+0000, so a NUL is refused here, naming the field,
+    /// instead of failing inside the database.
+    ///
+    /// # Errors
+    /// `400 validation_failed` when the member is not a string or contains U+0000.
+    pub(crate) fn opt_string(&self, key: &str) -> Result<Option<String>, ApiError> {
+        self.string_member(key)?
+            .map(|value| self.refuse_nul(key, value))
+            .transpose()
+    }
+
+    /// A required string ([`Object::opt_string`] rules); `missing` is the message when it is
+    /// absent, empty or not a string.
+    ///
+    /// # Errors
+    /// `400 validation_failed` with `missing`, or naming a U+0000.
+    pub(crate) fn required_string(&self, key: &str, missing: &str) -> Result<String, ApiError> {
+        let value = self
+            .string_member(key)
+            .ok()
+            .flatten()
+            .ok_or_else(|| self.error(key, missing))?;
+        self.refuse_nul(key, value)
+    }
+
+    /// An optional free text whose U+0000 characters become U+FFFD: for text that is kept
+    /// rather than matched (the ack `error`), where a stray NUL must not cost the request.
     ///
     /// # Errors
     /// `400 validation_failed` when the member is not a string.
-    pub(crate) fn opt_string(&self, key: &str) -> Result<Option<String>, ApiError> {
+    pub(crate) fn opt_string_nul_replaced(&self, key: &str) -> Result<Option<String>, ApiError> {
+        Ok(self
+            .string_member(key)?
+            .map(|value| value.replace('\0', "\u{FFFD}")))
+    }
+
+    /// The member as a string, NULs included; absent, `null` and `""` are `None`.
+    fn string_member(&self, key: &str) -> Result<Option<String>, ApiError> {
         let Some(raw) = self.raw(key).filter(|r| !is_null(r)) else {
             return Ok(None);
         };
@@ -172,6 +206,13 @@ impl<'a> Object<'a> {
         let value: String = serde_json::from_str(raw.get())
             .map_err(|e| self.error(key, format!("{key} is not a valid string: {e}")))?;
         Ok(Some(value).filter(|v| !v.is_empty()))
+    }
+
+    fn refuse_nul(&self, key: &str, value: String) -> Result<String, ApiError> {
+        if value.contains('\0') {
+            return Err(self.error(key, format!("{key} must not contain NUL characters")));
+        }
+        Ok(value)
     }
 
     /// An optional integer in `min..=max`; `300.0` counts as `300` (spec §2.4).
@@ -283,6 +324,33 @@ mod tests {
         assert_eq!(object.opt_bool("f").ok(), Some(Some(false)));
         assert!(object.opt_bool("q").is_err());
         assert!(object.opt_bool("i").is_err());
+    }
+
+    #[test]
+    fn nul_characters_are_refused_in_text_or_replaced_in_free_text() {
+        let body = br#"{"t":"a\u0000b","k":"ok","free":"x\u0000y\u0000"}"#;
+        let object = parse_object(body, 64).expect("object");
+        let error = format!("{:?}", object.opt_string("t").err());
+        assert!(
+            error.contains("validation_failed") && error.contains("t must not contain NUL"),
+            "{error}"
+        );
+        let required = format!("{:?}", object.required_string("t", "t is required").err());
+        assert!(required.contains("NUL"), "{required}");
+        assert_eq!(
+            object.required_string("k", "k is required").ok().as_deref(),
+            Some("ok")
+        );
+        let missing = format!("{:?}", object.required_string("none", "none is required"));
+        assert!(missing.contains("none is required"), "{missing}");
+        assert_eq!(
+            object
+                .opt_string_nul_replaced("free")
+                .ok()
+                .flatten()
+                .as_deref(),
+            Some("x\u{FFFD}y\u{FFFD}")
+        );
     }
 
     #[test]

@@ -142,11 +142,7 @@ async fn configure(
 
 /// The `regina.configure` argument: `{queue, namespace, task, options: {only the keys sent}}`.
 fn configure_request(object: &Object<'_>, name_chars_max: usize) -> Result<String, ApiError> {
-    let required = || object.error("queue", "queue is required");
-    let queue = object
-        .opt_string("queue")
-        .map_err(|_| required())?
-        .ok_or_else(required)?;
+    let queue = object.required_string("queue", "queue is required")?;
     if let Some(problem) = name_problem(&queue, name_chars_max) {
         return Err(object.error("queue", format!("queue {problem}")));
     }
@@ -243,5 +239,16 @@ mod tests {
                 .is_err_and(|e| e.contains("encryption_unavailable"))
         );
         assert!(request(r#"{"queue":"q","options":{"encryptionEnabled":false}}"#).is_ok());
+        for (key, body) in [
+            ("queue", r#"{"queue":"a\u0000b"}"#),
+            ("namespace", r#"{"queue":"q","namespace":"a\u0000b"}"#),
+            ("task", r#"{"queue":"q","task":"\u0000"}"#),
+        ] {
+            assert!(
+                request(body).is_err_and(|e| e.contains("validation_failed")
+                    && e.contains(&format!("{key} must not contain NUL characters"))),
+                "{body}"
+            );
+        }
     }
 }

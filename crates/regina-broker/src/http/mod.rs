@@ -8,6 +8,7 @@ mod dlq;
 pub(crate) mod error;
 mod health;
 mod lease;
+pub(crate) mod metrics;
 mod names;
 mod pop;
 mod push;
@@ -36,6 +37,7 @@ struct OriginalPath(String);
 pub fn app(state: AppState) -> Router {
     let routes = Router::new()
         .merge(health::routes())
+        .merge(metrics::routes())
         .merge(configure::routes())
         .merge(push::routes())
         .merge(pop::routes())
@@ -90,15 +92,23 @@ async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -
         request_id = %id,
     );
     let shared = state.get();
+    shared.metrics.request_received();
     let mut response = async {
         if request.method() == Method::OPTIONS {
             return preflight();
         }
-        let Ok(_permit) = shared.inflight.clone().try_acquire_owned() else {
-            return ApiError::overloaded("requests in flight", shared.config.http_inflight_max)
-                .into_response();
-        };
         drop_trailing_slash(&mut request);
+        // `/metrics` is local and cheap: an instance at its limit must stay observable, and
+        // polling it must not take the room of real work.
+        let _permit = if request.uri().path() == metrics::PATH {
+            None
+        } else {
+            let Ok(permit) = shared.inflight.clone().try_acquire_owned() else {
+                return ApiError::overloaded("requests in flight", shared.config.http_inflight_max)
+                    .into_response();
+            };
+            Some(permit)
+        };
         let started = Instant::now();
         let response = next.run(request).await;
         tracing::debug!(

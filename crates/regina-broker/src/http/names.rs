@@ -128,6 +128,9 @@ mod tests {
         assert!(bad.contains("invalid_parameter") && bad.contains("partition"));
         let control: Uri = "/api/v1/pop/queue/%01".parse().expect("uri");
         assert!(path_name(&control, 4, "queue", 255).is_err());
+        let nul: Uri = "/api/v1/pop/queue/a%00b".parse().expect("uri");
+        let nul = format!("{:?}", path_name(&nul, 4, "queue", 255).err());
+        assert!(nul.contains("invalid_parameter") && nul.contains("control characters"));
         assert!(path_segment(&control, 9, "queue").is_err());
     }
 }

@@ -1,6 +1,7 @@
 //! `POST /api/v1/push` (spec §3.3): the whole request is validated before anything is stored;
 //! every item gets its `messageId` (and a missing `transactionId`) before the database call.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 use axum::body::Body;
@@ -50,7 +51,10 @@ async fn push(
     }
     let request = push_request(&items, config.name_chars_max)?;
     let results = state.get().engine.push(request).await?;
-    let rejected = results.iter().any(|r| is_failed(r));
+    let statuses: Vec<_> = results.iter().map(|r| result_status(r)).collect();
+    let queued = statuses.iter().filter(|s| s.as_deref() == Some("queued"));
+    state.get().metrics.messages_pushed(queued.count() as u64);
+    let rejected = statuses.iter().any(|s| s.as_deref() == Some("failed"));
     let body = indexed_array(results.iter().map(String::as_str));
     if rejected {
         let mut response = json_response(StatusCode::TOO_MANY_REQUESTS, body);
@@ -62,30 +66,37 @@ async fn push(
     Ok(json_response(StatusCode::CREATED, body))
 }
 
-/// Whether a push result entry reports a rejected item (`status: "failed"`, e.g. `queue_full`).
-fn is_failed(result: &str) -> bool {
+/// The `status` of a push result entry: `queued`, `duplicate`, `failed` (e.g. `queue_full`).
+fn result_status(result: &str) -> Option<Cow<'_, str>> {
     #[derive(Deserialize)]
     struct Status<'a> {
         #[serde(borrow)]
-        status: Option<std::borrow::Cow<'a, str>>,
+        status: Option<Cow<'a, str>>,
     }
-    serde_json::from_str::<Status<'_>>(result).is_ok_and(|s| s.status.as_deref() == Some("failed"))
+    serde_json::from_str::<Status<'_>>(result)
+        .ok()
+        .and_then(|s| s.status)
 }
 
 /// Validates every item and writes them as `regina.push` elements.
 fn push_request(items: &[&RawValue], name_chars_max: usize) -> Result<PushRequest, ApiError> {
-    let mut out = String::with_capacity(items.iter().map(|i| i.get().len() + 160).sum());
+    let mut out = String::with_capacity(items.len() * 160);
+    let mut payloads = String::with_capacity(items.iter().map(|i| i.get().len()).sum());
     let mut targets = BTreeSet::new();
     for (index, raw) in items.iter().enumerate() {
         let item = Object::from_raw(raw, format!("items[{index}]."), Some(index))?;
         if index > 0 {
             out.push(',');
+            payloads.push(',');
         }
         let (queue, partition) = write_item(&mut out, &item, name_chars_max)?;
+        // Passed through untouched: the database stores the payload text as sent.
+        payloads.push_str(item.raw("payload").map_or("null", |p| p.get()));
         targets.insert((queue, partition));
     }
     Ok(PushRequest {
         items: out,
+        payloads,
         count: items.len(),
         targets,
     })
@@ -97,11 +108,7 @@ fn write_item(
     item: &Object<'_>,
     name_chars_max: usize,
 ) -> Result<(String, String), ApiError> {
-    let not_string = || item.error("queue", "Queue must be a string");
-    let queue = item
-        .opt_string("queue")
-        .map_err(|_| not_string())?
-        .ok_or_else(not_string)?;
+    let queue = item.required_string("queue", "Queue must be a string")?;
     if let Some(problem) = name_problem(&queue, name_chars_max) {
         return Err(item.error("queue", format!("queue {problem}")));
     }
@@ -140,9 +147,6 @@ fn write_item(
     write_key(out, "partition");
     write_str(out, &partition);
     out.push(',');
-    write_key(out, "payload");
-    out.push_str(item.raw("payload").map_or("null", |p| p.get()));
-    out.push(',');
     write_key(out, "transactionId");
     write_str(out, &transaction_id);
     out.push(',');
@@ -160,6 +164,7 @@ fn write_item(
 mod tests {
     use super::*;
 
+    /// The `i_items` elements (with each item's payload put back under `payload`) and the request.
     fn prepare(body: &str) -> Result<(Vec<serde_json::Value>, PushRequest), String> {
         let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
         let items = object
@@ -167,8 +172,13 @@ mod tests {
             .map_err(|e| format!("{e:?}"))?
             .unwrap_or_default();
         let request = push_request(&items, 255).map_err(|e| format!("{e:?}"))?;
-        let parsed =
+        let mut parsed: Vec<serde_json::Value> =
             serde_json::from_str(&format!("[{}]", request.items)).map_err(|e| e.to_string())?;
+        let payloads: Vec<serde_json::Value> =
+            serde_json::from_str(&format!("[{}]", request.payloads)).map_err(|e| e.to_string())?;
+        for (item, payload) in parsed.iter_mut().zip(payloads) {
+            item["payload"] = payload;
+        }
         Ok((parsed, request))
     }
 
@@ -181,7 +191,7 @@ mod tests {
         .expect("valid");
         assert_eq!(request.count, 2);
         assert_eq!(items[0]["payload"], serde_json::json!({"n": [1, 2.5]}));
-        assert!(request.items.contains(r#""payload":{"n":[1, 2.50]}"#));
+        assert!(request.payloads.starts_with(r#"{"n":[1, 2.50]},"#));
         assert_eq!(items[0]["transactionId"], "t-1");
         assert_eq!(items[0]["traceId"], "tr");
         assert_eq!(items[1]["partition"], "Default");
@@ -233,8 +243,48 @@ mod tests {
     }
 
     #[test]
-    fn failed_results_are_detected() {
-        assert!(is_failed(r#"{"status": "failed", "code": "queue_full"}"#));
-        assert!(!is_failed(r#"{"status": "queued"}"#));
+    fn result_statuses_are_read() {
+        let failed = result_status(r#"{"status": "failed", "code": "queue_full"}"#);
+        assert_eq!(failed.as_deref(), Some("failed"));
+        assert_eq!(
+            result_status(r#"{"status": "queued"}"#).as_deref(),
+            Some("queued")
+        );
+        assert_eq!(result_status("{}"), None);
+    }
+
+    #[test]
+    fn nul_is_refused_in_text_fields_and_kept_in_payloads() {
+        for (body, field) in [
+            (
+                r#"{"items":[{"queue":"q"},{"queue":"q","transactionId":"a\u0000b"}]}"#,
+                "items[1].transactionId",
+            ),
+            (
+                r#"{"items":[{"queue":"q","traceId":"\u0000"}]}"#,
+                "items[0].traceId",
+            ),
+            (r#"{"items":[{"queue":"q\u0000"}]}"#, "items[0].queue"),
+            (
+                r#"{"items":[{"queue":"q","partition":"p\u0000"}]}"#,
+                "items[0].partition",
+            ),
+        ] {
+            let error = prepare(body).err().unwrap_or_default();
+            assert!(
+                error.contains("validation_failed")
+                    && error.contains(field)
+                    && error.contains("must not contain NUL characters"),
+                "{body}: {error}"
+            );
+        }
+        let payloads = r#"{"items":[{"queue":"q","payload":"a\u0000b"},
+                                    {"queue":"q","payload":{"k\u0000":["\u0000"]}}]}"#;
+        let (items, request) = prepare(payloads).expect("payloads may hold NUL");
+        assert_eq!(request.payloads, r#""a\u0000b",{"k\u0000":["\u0000"]}"#);
+        assert_eq!(
+            items[1]["payload"],
+            serde_json::json!({"k\u{0}": ["\u{0}"]})
+        );
     }
 }

@@ -36,10 +36,11 @@ impl Query {
         Query { pairs }
     }
 
-    /// The first value of `key`; `None` when absent or empty.
+    /// The first value of `key`; `None` when absent or empty. Values may reach PostgreSQL
+    /// `text`, which cannot hold U+0000, so a NUL is refused here.
     ///
     /// # Errors
-    /// `400 invalid_parameter` when the value is not valid UTF-8.
+    /// `400 invalid_parameter` when the value is not valid UTF-8 or contains U+0000.
     pub(crate) fn string(&self, key: &str) -> Result<Option<&str>, ApiError> {
         match self.pairs.iter().find(|(k, _)| k == key) {
             None => Ok(None),
@@ -48,6 +49,10 @@ impl Query {
                 format!("{key} is not valid UTF-8"),
             )),
             Some((_, Some(v))) if v.is_empty() => Ok(None),
+            Some((_, Some(v))) if v.contains('\0') => Err(ApiError::invalid_parameter(
+                key,
+                format!("{key} must not contain NUL characters"),
+            )),
             Some((_, Some(v))) => Ok(Some(v.as_str())),
         }
     }
@@ -176,5 +181,18 @@ mod tests {
     fn invalid_utf8_is_an_invalid_parameter() {
         let query = Query::parse(Some("queue=%FF"));
         assert!(query.string("queue").is_err());
+    }
+
+    #[test]
+    fn nul_characters_are_an_invalid_parameter() {
+        let error = Query::parse(Some("namespace=a%00b"))
+            .string("namespace")
+            .err();
+        let error = format!("{error:?}");
+        assert!(
+            error.contains("invalid_parameter")
+                && error.contains("namespace must not contain NUL characters"),
+            "{error}"
+        );
     }
 }
