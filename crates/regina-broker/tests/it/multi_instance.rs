@@ -1,0 +1,133 @@
+//! §4.9, §4.11, invariant 3 across instances: several brokers on one database.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::sync::Barrier;
+
+use crate::support::{start, Api};
+
+async fn second(b: &regina_testkit::TestBroker) -> (regina_testkit::TestBroker, Api) {
+    let other = regina_testkit::TestBroker::start_on(&b.database_url, |_| {}).await;
+    let api = Api::new(&other);
+    (other, api)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_on_one_instance_wakes_a_waiter_on_another() {
+    let (b, api_a) = start().await;
+    let (_other, api_b) = second(&b).await;
+    api_a.configure("x", json!({})).await;
+    let mut samples = vec![];
+    for i in 0..5 {
+        let waiter = {
+            let api_b = api_b.clone();
+            tokio::spawn(async move {
+                let r = api_b.pop("x", "wait=true&timeout=10000&autoAck=true").await;
+                (r, Instant::now())
+            })
+        };
+        api_b.wait_for_waiters(1).await;
+        api_a.push_one("x", "Default", json!(i)).await;
+        let pushed = Instant::now();
+        let (r, got) = waiter.await.unwrap();
+        assert_eq!(r.data(), vec![json!(i)], "{r:?}");
+        samples.push(got.saturating_duration_since(pushed));
+    }
+    samples.sort();
+    println!(
+        "cross-instance long-poll latency: median {:?}, max {:?}",
+        samples[2], samples[4]
+    );
+    assert!(
+        samples[4] < Duration::from_millis(500),
+        "NOTIFY wake-up too slow: {samples:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_taken_on_one_instance_holds_on_the_other() {
+    let (b, api_a) = start().await;
+    let (_other, api_b) = second(&b).await;
+    api_a.push_to("x", "p", &[json!(1), json!(2)]).await;
+    let held = api_a.pop("x", "consumerGroup=g").await;
+    assert_eq!(held.status, 200);
+    api_b
+        .pop_partition("x", "p", "consumerGroup=g")
+        .await
+        .assert_empty("lease_held");
+    let res = api_b.ack_msg(&held.messages()[0], "completed").await;
+    assert_eq!(res["success"], true, "acks work on any instance: {res}");
+    let next = api_b.pop("x", "consumerGroup=g").await;
+    assert_eq!(next.data(), vec![json!(2)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_duplicates_across_instances_store_one_message() {
+    let (b, api_a) = start().await;
+    let (_other, api_b) = second(&b).await;
+    for round in 0..5 {
+        let barrier = Arc::new(Barrier::new(16));
+        let tasks: Vec<_> = (0..16)
+            .map(|i| {
+                let base = if i % 2 == 0 { &api_a.base } else { &api_b.base };
+                let api = Api {
+                    base: base.clone(),
+                    http: regina_testkit::http(),
+                };
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    api.push(json!([{"queue": "x", "transactionId": format!("k{round}"),
+                                     "payload": i}]))
+                        .await
+                })
+            })
+            .collect();
+        let mut queued = 0;
+        for t in tasks {
+            let r = t.await.unwrap();
+            assert_eq!(r.status, 201, "{r:?}");
+            queued += usize::from(r.body[0]["status"] == "queued");
+        }
+        assert_eq!(queued, 1, "round {round}");
+    }
+    assert_eq!(api_b.pop("x", "batch=100").await.messages().len(), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_pops_across_instances_claim_a_partition_once() {
+    let (b, api_a) = start().await;
+    let (_other, api_b) = second(&b).await;
+    api_a
+        .push_to("x", "only", &[json!(1), json!(2), json!(3)])
+        .await;
+    let barrier = Arc::new(Barrier::new(16));
+    let tasks: Vec<_> = (0..16)
+        .map(|i| {
+            let base = if i % 2 == 0 { &api_a.base } else { &api_b.base };
+            let api = Api {
+                base: base.clone(),
+                http: regina_testkit::http(),
+            };
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                api.pop("x", "batch=10").await
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        if r.status == 200 {
+            winners += 1;
+            assert_eq!(r.data(), vec![json!(1), json!(2), json!(3)]);
+        }
+    }
+    assert_eq!(
+        winners, 1,
+        "one lease per (partition, group) across instances"
+    );
+}

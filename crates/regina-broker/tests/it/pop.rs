@@ -1,0 +1,389 @@
+//! §3.4, §4.3, §4.4: pop shapes, empty reasons, batches across partitions, autoAck, groups.
+
+use std::collections::HashSet;
+
+use serde_json::{json, Value};
+
+use crate::support::{assert_iso, assert_uuid, assert_uuid_v7, start, start_with, Reply};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pop_answers_documented_shape() {
+    let (_b, api) = start().await;
+    let pushed = api
+        .push(
+            json!([{"queue": "shape", "partition": "c7", "payload": {"n": 9},
+                      "transactionId": "o-9", "traceId": "tr-1"}]),
+        )
+        .await;
+    let r = api.pop("shape", "").await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let b = &r.body;
+    assert_eq!(b["success"], true);
+    assert_eq!(b["queue"], "shape");
+    assert_eq!(b["partition"], "c7");
+    assert_eq!(b["partitionId"], pushed.body[0]["partition_id"]);
+    assert_uuid_v7(&b["leaseId"]);
+    assert_eq!(b["consumerGroup"], "__QUEUE_MODE__");
+    assert_eq!(b["partitionsClaimed"], 1);
+    let m = &r.messages()[0];
+    assert_eq!(m["id"], pushed.body[0]["message_id"]);
+    assert_eq!(m["transactionId"], "o-9");
+    assert_eq!(m["traceId"], "tr-1");
+    assert_eq!(m["data"], json!({"n": 9}));
+    assert_eq!(m["producerSub"], Value::Null);
+    assert_iso(&m["createdAt"], 6);
+    assert_eq!(m["partitionId"], b["partitionId"]);
+    assert_eq!(m["partition"], "c7");
+    assert_eq!(m["queue"], "shape");
+    assert_eq!(m["leaseId"], b["leaseId"]);
+    assert_eq!(m["consumerGroup"], "__QUEUE_MODE__");
+    assert_eq!(m["retryCount"], 0);
+    assert!(r
+        .header("content-type")
+        .unwrap_or("")
+        .starts_with("application/json"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_pops_answer_204_with_their_reason() {
+    let (_b, api) = start().await;
+    api.pop("nowhere", "").await.assert_empty("queue_not_found");
+    api.pop_partition("nowhere", "p", "")
+        .await
+        .assert_empty("queue_not_found");
+    api.configure("conf", json!({})).await;
+    api.pop("conf", "").await.assert_empty("empty");
+    api.pop_partition("conf", "missing", "")
+        .await
+        .assert_empty("partition_not_found");
+    api.push_one("conf", "p", json!(1)).await;
+    let held = api.pop_partition("conf", "p", "").await;
+    assert_eq!(held.status, 200);
+    api.pop_partition("conf", "p", "")
+        .await
+        .assert_empty("lease_held");
+    let other = api.pop_partition("conf", "p", "consumerGroup=other").await;
+    assert_eq!(
+        other.status, 200,
+        "another group is not blocked by the lease: {other:?}"
+    );
+    api.ack_all(&held).await;
+    api.pop_partition("conf", "p", "")
+        .await
+        .assert_empty("empty");
+    api.pop("conf", "").await.assert_empty("empty");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pop_empty_status_200_answers_the_body_form() {
+    let (_b, api) = start_with(|c| c.pop_empty_status = 200).await;
+    let r = api.pop("nowhere", "consumerGroup=g").await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.body["success"], false);
+    assert_eq!(r.body["queue"], "nowhere");
+    assert_eq!(r.body["partitionId"], Value::Null);
+    assert_eq!(r.body["leaseId"], Value::Null);
+    assert_eq!(r.body["consumerGroup"], "g");
+    assert_eq!(r.body["messages"], json!([]));
+    assert_eq!(r.body["reason"], "queue_not_found");
+    assert!(
+        r.body.get("partition").is_some(),
+        "partition member present: {r:?}"
+    );
+    api.configure("conf", json!({})).await;
+    let r = api.pop("conf", "").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body["success"], true, "empty is a success: {r:?}");
+    assert_eq!(r.body["reason"], "empty");
+    assert_eq!(r.body["messages"], json!([]));
+    assert_eq!(r.body["consumerGroup"], "__QUEUE_MODE__");
+    let r = api.pop("conf", "wait=true&timeout=100").await;
+    assert_eq!(
+        (r.status, &r.body["reason"], &r.body["success"]),
+        (200, &json!("timeout"), &json!(true))
+    );
+}
+
+/// Splits a pop answer into runs of one partition; asserts each partition forms one run.
+fn runs_by_partition(r: &Reply) -> Vec<(String, Vec<Value>)> {
+    let mut runs: Vec<(String, Vec<Value>)> = vec![];
+    for m in r.messages() {
+        let p = m["partition"].as_str().unwrap().to_string();
+        match runs.last_mut() {
+            Some((last, data)) if *last == p => data.push(m["data"].clone()),
+            _ => runs.push((p, vec![m["data"].clone()])),
+        }
+    }
+    let distinct: HashSet<_> = runs.iter().map(|(p, _)| p.clone()).collect();
+    assert_eq!(
+        distinct.len(),
+        runs.len(),
+        "messages must be grouped by partition: {r:?}"
+    );
+    runs
+}
+
+async fn three_per_partition(api: &crate::support::Api, queue: &str, partitions: usize) {
+    for p in 0..partitions {
+        let payloads: Vec<Value> = (0..3).map(|i| json!({"p": p, "i": i})).collect();
+        api.push_to(queue, &format!("p{p}"), &payloads).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_is_a_global_cap_across_claimed_partitions_sharing_one_lease() {
+    let (_b, api) = start().await;
+    three_per_partition(&api, "multi", 4).await;
+    let r = api.pop("multi", "batch=5&partitions=4").await;
+    let msgs = r.messages();
+    assert_eq!(msgs.len(), 5, "batch caps the total: {r:?}");
+    let runs = runs_by_partition(&r);
+    assert_eq!(runs.len(), 2, "3 + 2 messages from two partitions");
+    assert_eq!(r.body["partitionsClaimed"], 2);
+    assert_eq!(
+        r.body["partition"],
+        runs[0].0.as_str(),
+        "top level names the first partition"
+    );
+    for (_, data) in &runs {
+        let idx: Vec<i64> = data.iter().map(|d| d["i"].as_i64().unwrap()).collect();
+        assert_eq!(
+            idx,
+            (0..idx.len() as i64).collect::<Vec<_>>(),
+            "partition order from the head"
+        );
+    }
+    let lease = &r.body["leaseId"];
+    assert!(
+        msgs.iter().all(|m| m["leaseId"] == *lease),
+        "one lease for every claimed partition"
+    );
+    let ids: HashSet<_> = msgs.iter().map(|m| m["partitionId"].clone()).collect();
+    assert_eq!(ids.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_caps_the_number_of_claimed_partitions() {
+    let (_b, api) = start().await;
+    three_per_partition(&api, "multi", 4).await;
+    let r = api.pop("multi", "batch=100&partitions=2").await;
+    assert_eq!(r.messages().len(), 6, "{r:?}");
+    assert_eq!(runs_by_partition(&r).len(), 2);
+    assert_eq!(r.body["partitionsClaimed"], 2);
+    let r = api.pop("multi", "batch=100").await;
+    assert_eq!(r.messages().len(), 3, "partitions defaults to 1: {r:?}");
+    assert_eq!(r.body["partitionsClaimed"], 1);
+    let r = api.pop("multi", "batch=100&partitions=10").await;
+    assert_eq!(
+        r.messages().len(),
+        3,
+        "only one partition left unleased: {r:?}"
+    );
+    api.pop("multi", "batch=100&partitions=10")
+        .await
+        .assert_empty("empty");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batch_defaults_to_one_and_single_partition_route_ignores_partitions() {
+    let (_b, api) = start().await;
+    three_per_partition(&api, "multi", 2).await;
+    let r = api.pop("multi", "").await;
+    assert_eq!(r.messages().len(), 1, "{r:?}");
+    let r = api
+        .pop_partition("multi", "p1", "batch=100&partitions=5&consumerGroup=g")
+        .await;
+    assert_eq!(r.messages().len(), 3);
+    assert!(r.messages().iter().all(|m| m["partition"] == "p1"), "{r:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leased_partition_is_not_claimed_by_another_consumer_of_the_group() {
+    let (_b, api) = start().await;
+    three_per_partition(&api, "excl", 3).await;
+    let mut seen = HashSet::new();
+    for _ in 0..3 {
+        let r = api.pop("excl", "batch=10").await;
+        assert_eq!(r.messages().len(), 3, "{r:?}");
+        assert!(
+            seen.insert(r.body["partition"].clone()),
+            "partition claimed twice: {r:?}"
+        );
+    }
+    api.pop("excl", "batch=10").await.assert_empty("empty");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auto_ack_delivers_at_most_once_without_a_lease() {
+    let (_b, api) = start().await;
+    api.push_to("aa", "Default", &[json!(1), json!(2), json!(3)])
+        .await;
+    let r = api.pop("aa", "autoAck=true&batch=2").await;
+    assert_eq!(r.data(), vec![json!(1), json!(2)]);
+    assert_eq!(r.body["leaseId"], "");
+    assert!(r.messages().iter().all(|m| m["leaseId"] == ""), "{r:?}");
+    // No lease: the partition is claimable at once, and 1, 2 are never delivered again.
+    let next = api.pop("aa", "batch=10").await;
+    assert_eq!(next.data(), vec![json!(3)], "{next:?}");
+    let m = &r.messages()[0];
+    let ok = api
+        .ack(json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"]}))
+        .await;
+    assert_eq!(
+        ok.body[0]["success"], true,
+        "a later completed ack is an idempotent success: {ok:?}"
+    );
+    let failed = api
+        .ack(
+            json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                    "status": "failed"}),
+        )
+        .await;
+    assert_eq!(failed.body[0]["success"], false);
+    assert_eq!(failed.body[0]["code"], "already_settled", "{failed:?}");
+    api.ack_msg(&next.messages()[0], "retry").await;
+    let again = api.pop("aa", "batch=10").await;
+    assert_eq!(
+        again.data(),
+        vec![json!(3)],
+        "only the leased message comes back"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_group_receives_every_message_in_order() {
+    let (_b, api) = start().await;
+    for p in ["a", "b"] {
+        let payloads: Vec<Value> = (0..10).map(|i| json!({"p": p, "i": i})).collect();
+        api.push_to("fan", p, &payloads).await;
+    }
+    for group in ["g1", "g2", ""] {
+        let mut got: Vec<Value> = vec![];
+        loop {
+            let r = api
+                .pop(
+                    "fan",
+                    &format!("consumerGroup={group}&batch=3&partitions=2"),
+                )
+                .await;
+            if r.status == 204 {
+                break;
+            }
+            let expected = if group.is_empty() {
+                "__QUEUE_MODE__"
+            } else {
+                group
+            };
+            assert_eq!(r.body["consumerGroup"], expected);
+            assert!(r.messages().iter().all(|m| m["consumerGroup"] == expected));
+            got.extend(r.data());
+            api.ack_all(&r).await;
+        }
+        for p in ["a", "b"] {
+            let seq: Vec<i64> = got
+                .iter()
+                .filter(|d| d["p"] == p)
+                .map(|d| d["i"].as_i64().unwrap())
+                .collect();
+            assert_eq!(
+                seq,
+                (0..10).collect::<Vec<_>>(),
+                "group {group:?} partition {p}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_do_not_block_each_other() {
+    let (_b, api) = start().await;
+    api.push_to("nb", "only", &[json!(1), json!(2)]).await;
+    let g1 = api.pop("nb", "consumerGroup=g1").await;
+    assert_eq!(g1.data(), vec![json!(1)]);
+    let g2 = api.pop("nb", "consumerGroup=g2").await;
+    assert_eq!(
+        g2.data(),
+        vec![json!(1)],
+        "g1's lease does not block g2: {g2:?}"
+    );
+    let qm = api.pop_partition("nb", "only", "").await;
+    assert_eq!(qm.data(), vec![json!(1)], "nor queue mode: {qm:?}");
+    api.pop("nb", "consumerGroup=g1")
+        .await
+        .assert_empty("empty");
+    api.ack_all(&g2).await;
+    let g2 = api.pop("nb", "consumerGroup=g2").await;
+    assert_eq!(g2.data(), vec![json!(2)], "g2's cursor is its own");
+    let g1_again = api.pop_partition("nb", "only", "consumerGroup=g1").await;
+    g1_again.assert_empty("lease_held");
+    assert_uuid(&g1.body["leaseId"]);
+}
+
+/// Invariant 3: many consumers of one group released together by a barrier; each partition is
+/// claimed by exactly one of them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn racing_pops_claim_each_partition_at_most_once() {
+    let (_b, api) = start().await;
+    three_per_partition(&api, "race", 5).await;
+    for group in ["", "named"] {
+        let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(20));
+        let tasks: Vec<_> = (0..20)
+            .map(|_| {
+                let api = crate::support::Api {
+                    base: api.base.clone(),
+                    http: regina_testkit::http(),
+                };
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    api.pop("race", &format!("batch=10&consumerGroup={group}"))
+                        .await
+                })
+            })
+            .collect();
+        let mut claimed = vec![];
+        for t in tasks {
+            let r = t.await.unwrap();
+            match r.status {
+                200 => {
+                    assert_eq!(r.messages().len(), 3, "{r:?}");
+                    claimed.push(r.body["partition"].as_str().unwrap().to_string());
+                }
+                _ => r.assert_empty("empty"),
+            }
+        }
+        claimed.sort();
+        assert_eq!(claimed, ["p0", "p1", "p2", "p3", "p4"], "group {group:?}");
+    }
+}
+
+/// §4.3 (MUST): starvation-free — a partition with a waiting message is served within a bounded
+/// number of pops even while another partition keeps receiving new messages. (Oldest-first is
+/// only a SHOULD and is not asserted.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_partition_is_served_while_another_keeps_receiving() {
+    let (_b, api) = start().await;
+    let busy: Vec<Value> = (0..5).map(|i| json!(format!("busy-{i}"))).collect();
+    api.push_to("fair", "busy", &busy).await;
+    api.push_one("fair", "quiet", json!("quiet")).await;
+    for i in 0..12 {
+        api.push_one("fair", "busy", json!(format!("more-{i}")))
+            .await;
+        let r = api.pop("fair", "").await;
+        api.ack_all(&r).await;
+        if r.data() == vec![json!("quiet")] {
+            return;
+        }
+    }
+    panic!("the quiet partition was starved");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_queue_mode_group_is_queue_mode() {
+    let (_b, api) = start().await;
+    api.push_to("qm", "Default", &[json!(1), json!(2)]).await;
+    let r = api.pop("qm", "consumerGroup=__QUEUE_MODE__").await;
+    assert_eq!(r.body["consumerGroup"], "__QUEUE_MODE__");
+    api.ack_all(&r).await;
+    assert_eq!(api.pop("qm", "").await.data(), vec![json!(2)], "one cursor");
+}

@@ -1,0 +1,72 @@
+//! The SQL-level tests of `sql/tests/` (each on a fresh database), and idempotent installation.
+
+use std::path::PathBuf;
+
+use regina_testkit::TestBroker;
+
+fn sql_tests_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sql/tests")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_level_tests_pass_each_on_a_fresh_database() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(sql_tests_dir())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 5, "expected the SQL tests, found {files:?}");
+    let mut failures = Vec::new();
+    for file in &files {
+        let broker = TestBroker::start().await;
+        let script = std::fs::read_to_string(file).unwrap();
+        if let Err(error) = broker.db().await.batch_execute(&script).await {
+            let detail = error
+                .as_db_error()
+                .map_or(error.to_string(), |e| e.message().to_owned());
+            failures.push(format!("{}: {detail}", file.display()));
+        }
+        broker.shutdown().await;
+    }
+    assert!(
+        failures.is_empty(),
+        "SQL tests failed:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Every function definition, column and index of the schema, and the applied migrations.
+async fn schema_fingerprint(db: &tokio_postgres::Client) -> Vec<String> {
+    let rows = db
+        .query(
+            "select 'f ' || pg_get_functiondef(p.oid) from pg_proc p
+               join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'regina'
+             union all
+             select 'c ' || table_name || '.' || column_name || ' ' || data_type
+               from information_schema.columns where table_schema = 'regina'
+             union all
+             select 'i ' || indexdef from pg_indexes where schemaname = 'regina'
+             union all
+             select 'm ' || version::text || ' ' || applied_at::text from regina.schema_migrations
+             order by 1",
+            &[],
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|row| row.get::<_, String>(0)).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn installing_twice_changes_nothing() {
+    let first = TestBroker::start().await;
+    let before = schema_fingerprint(&first.db().await).await;
+    assert!(before
+        .iter()
+        .any(|l| l.starts_with("f ") && l.contains("regina.push")));
+    let second = TestBroker::start_on(&first.database_url, |_| {}).await;
+    let after = schema_fingerprint(&second.db().await).await;
+    assert_eq!(before, after, "a second start must not change the schema");
+    second.shutdown().await;
+    first.shutdown().await;
+}

@@ -1,0 +1,214 @@
+//! §4.10: where a named group starts — modes, `subscriptionFrom`, stickiness, queue mode.
+
+use serde_json::{json, Value};
+use time::format_description::well_known::Rfc3339;
+
+use crate::support::{enc, start, start_with, ts, Api};
+
+/// Drains everything `group` can get from `queue` (acking each batch), returning the payloads.
+async fn drain(api: &Api, queue: &str, query: &str) -> Vec<Value> {
+    let mut got = vec![];
+    loop {
+        let r = api
+            .pop(queue, &format!("batch=100&partitions=10&{query}"))
+            .await;
+        if r.status == 204 {
+            return got;
+        }
+        assert_eq!(r.status, 200, "{r:?}");
+        got.extend(r.data());
+        api.ack_all(&r).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_groups_start_at_their_first_pop_and_all_groups_from_the_beginning() {
+    let (_b, api) = start().await;
+    api.push_to("s", "A", &[json!(1), json!(2)]).await;
+    for q in [
+        "consumerGroup=gnew&subscriptionMode=new",
+        "consumerGroup=gonly&subscriptionMode=new-only",
+        "consumerGroup=gnow&subscriptionFrom=now",
+    ] {
+        api.pop("s", q).await.assert_empty("empty");
+    }
+    api.push_one("s", "A", json!(3)).await;
+    assert_eq!(drain(&api, "s", "consumerGroup=gnew").await, vec![json!(3)]);
+    assert_eq!(
+        drain(&api, "s", "consumerGroup=gonly").await,
+        vec![json!(3)],
+        "new-only = new"
+    );
+    assert_eq!(drain(&api, "s", "consumerGroup=gnow").await, vec![json!(3)]);
+    let all = vec![json!(1), json!(2), json!(3)];
+    assert_eq!(
+        drain(&api, "s", "consumerGroup=gall&subscriptionMode=all").await,
+        all
+    );
+    assert_eq!(
+        drain(&api, "s", "consumerGroup=gdefault").await,
+        all,
+        "default mode is all"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscription_is_sticky_until_deleted() {
+    let (_b, api) = start().await;
+    api.push_to("s", "A", &[json!(1), json!(2)]).await;
+    api.pop("s", "consumerGroup=g&subscriptionMode=new")
+        .await
+        .assert_empty("empty");
+    api.pop("s", "consumerGroup=g&subscriptionMode=all")
+        .await
+        .assert_empty("empty");
+    api.pop("s", "consumerGroup=g&subscriptionFrom=2000-01-01")
+        .await
+        .assert_empty("empty");
+    api.push_one("s", "A", json!(3)).await;
+    assert_eq!(
+        drain(&api, "s", "consumerGroup=g&subscriptionMode=all").await,
+        vec![json!(3)]
+    );
+    // The reverse: a group that started from the beginning stays there.
+    assert_eq!(drain(&api, "s", "consumerGroup=h").await.len(), 3);
+    api.push_one("s", "B", json!(4)).await;
+    let later = drain(&api, "s", "consumerGroup=h&subscriptionMode=new").await;
+    assert_eq!(later, vec![json!(4)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queue_mode_ignores_subscription_settings() {
+    let (_b, api) = start().await;
+    api.push_to("s", "A", &[json!(1), json!(2)]).await;
+    let got = drain(&api, "s", "subscriptionMode=new&subscriptionFrom=now").await;
+    assert_eq!(got, vec![json!(1), json!(2)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_group_start_applies_to_partitions_it_had_not_touched() {
+    let (_b, api) = start().await;
+    api.push_one("s", "A", json!("old-a")).await;
+    api.push_one("s", "B", json!("old-b")).await;
+    api.pop("s", "consumerGroup=g&subscriptionMode=new")
+        .await
+        .assert_empty("empty");
+    api.push_one("s", "B", json!("new-b")).await;
+    assert_eq!(
+        drain(&api, "s", "consumerGroup=g").await,
+        vec![json!("new-b")]
+    );
+    api.push_one("s", "A", json!("new-a")).await;
+    api.push_one("s", "C", json!("new-c")).await;
+    let mut got = drain(&api, "s", "consumerGroup=g").await;
+    got.sort_by_key(|v| v.to_string());
+    assert_eq!(got, vec![json!("new-a"), json!("new-c")]);
+}
+
+/// Payload and `createdAt` of every message of `queue`, read by queue mode.
+async fn created_at(api: &Api, queue: &str) -> Vec<(Value, String)> {
+    let r = api.pop(queue, "batch=100&partitions=10&autoAck=true").await;
+    r.messages()
+        .iter()
+        .map(|m| (m["data"].clone(), m["createdAt"].as_str().unwrap().into()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscription_from_timestamp_is_inclusive_and_accepts_offsets() {
+    let (_b, api) = start().await;
+    api.push_one("s", "A", json!(1)).await;
+    api.push_one("s", "A", json!(2)).await;
+    api.push_one("s", "A", json!(3)).await;
+    let stamps = created_at(&api, "s").await;
+    let (second, at) = stamps[1].clone();
+    assert_eq!(second, json!(2));
+    assert!(
+        ts(&json!(stamps[0].1)) < ts(&json!(at)),
+        "distinct push requests: {stamps:?}"
+    );
+    let got = drain(
+        &api,
+        "s",
+        &format!("consumerGroup=g1&subscriptionFrom={}", enc(&at)),
+    )
+    .await;
+    assert_eq!(got, vec![json!(2), json!(3)], "createdAt ≥ S is included");
+    let offset = ts(&json!(at))
+        .to_offset(time::macros::offset!(+02:00))
+        .format(&Rfc3339)
+        .unwrap();
+    let got = drain(
+        &api,
+        "s",
+        &format!("consumerGroup=g2&subscriptionFrom={}", enc(&offset)),
+    )
+    .await;
+    assert_eq!(
+        got,
+        vec![json!(2), json!(3)],
+        "same instant written with an offset ({offset})"
+    );
+    let no_offset = at.trim_end_matches('Z');
+    let got = drain(
+        &api,
+        "s",
+        &format!("consumerGroup=g3&subscriptionFrom={}", enc(no_offset)),
+    )
+    .await;
+    assert_eq!(
+        got,
+        vec![json!(2), json!(3)],
+        "a value without offset is UTC"
+    );
+    let got = drain(&api, "s", "consumerGroup=g4&subscriptionFrom=2020-01-01").await;
+    assert_eq!(got.len(), 3, "date-only means midnight UTC");
+    let got = drain(&api, "s", "consumerGroup=g5&subscriptionFrom=2999-01-01").await;
+    assert!(got.is_empty(), "a future start excludes everything stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscription_from_wins_over_subscription_mode() {
+    let (_b, api) = start().await;
+    api.push_one("s", "A", json!(1)).await;
+    api.push_one("s", "A", json!(2)).await;
+    let at = created_at(&api, "s").await[1].1.clone();
+    let q = format!(
+        "consumerGroup=g1&subscriptionMode=all&subscriptionFrom={}",
+        enc(&at)
+    );
+    assert_eq!(drain(&api, "s", &q).await, vec![json!(2)]);
+    let q = "consumerGroup=g2&subscriptionMode=new&subscriptionFrom=2020-01-01";
+    assert_eq!(drain(&api, "s", q).await, vec![json!(1), json!(2)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subscription_is_fixed_only_once_the_queue_exists() {
+    let (_b, api) = start().await;
+    api.pop("late", "consumerGroup=g&subscriptionMode=new")
+        .await
+        .assert_empty("queue_not_found");
+    api.push_one("late", "A", json!(1)).await;
+    assert_eq!(drain(&api, "late", "consumerGroup=g").await, vec![json!(1)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn default_subscription_mode_applies_when_a_pop_names_none() {
+    let (_b, api) =
+        start_with(|c| c.default_subscription_mode = regina_broker::SubscriptionMode::New).await;
+    api.push_one("s", "A", json!(1)).await;
+    api.pop("s", "consumerGroup=g").await.assert_empty("empty");
+    api.push_one("s", "A", json!(2)).await;
+    assert_eq!(drain(&api, "s", "consumerGroup=g").await, vec![json!(2)]);
+    assert_eq!(
+        drain(&api, "s", "consumerGroup=h&subscriptionMode=all")
+            .await
+            .len(),
+        2
+    );
+    assert_eq!(
+        drain(&api, "s", "").await.len(),
+        2,
+        "queue mode starts from the beginning"
+    );
+}
