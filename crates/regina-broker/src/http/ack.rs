@@ -44,17 +44,11 @@ async fn ack_batch(
     let config = &state.get().config;
     let bytes = body::read(&headers, body, config.body_bytes_max).await?;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let required = || object.error("acknowledgments", "acknowledgments array is required");
-    let acks = object
-        .opt_array("acknowledgments")
-        .map_err(|_| required())?
-        .ok_or_else(required)?;
-    if acks.len() > config.ack_items_max {
-        return Err(ApiError::too_many_items(
-            "acknowledgments",
-            config.ack_items_max,
-        ));
-    }
+    let acks = object.required_array(
+        "acknowledgments",
+        "acknowledgments array is required",
+        config.ack_items_max,
+    )?;
     let request_group = group(&object, config.name_chars_max)?;
     if acks.is_empty() {
         return Ok(json_response(StatusCode::OK, "[]".to_owned()));

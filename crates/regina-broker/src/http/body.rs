@@ -267,6 +267,28 @@ impl<'a> Object<'a> {
             .map(Some)
             .map_err(|e| self.error(key, format!("{key} is not a valid array: {e}")))
     }
+
+    /// A required array member of at most `len_max` elements.
+    ///
+    /// # Errors
+    /// `400 validation_failed` with `missing` when absent or not an array; `400 too_many_items`
+    /// beyond `len_max`.
+    pub(crate) fn required_array(
+        &self,
+        key: &str,
+        missing: &str,
+        len_max: usize,
+    ) -> Result<Vec<&'a RawValue>, ApiError> {
+        let array = self
+            .opt_array(key)
+            .ok()
+            .flatten()
+            .ok_or_else(|| self.error(key, missing))?;
+        if array.len() > len_max {
+            return Err(ApiError::too_many_items(key, len_max));
+        }
+        Ok(array)
+    }
 }
 
 #[cfg(test)]

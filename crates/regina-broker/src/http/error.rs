@@ -173,6 +173,11 @@ impl IntoResponse for ApiError {
         {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
+        if self.status == StatusCode::PAYLOAD_TOO_LARGE {
+            // The rest of the body is never read, so this connection cannot carry another
+            // request: say so, or a keep-alive client reuses it and fails its next request.
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         response
     }
 }

@@ -38,14 +38,7 @@ async fn push(
     let config = &state.get().config;
     let bytes = body::read(&headers, body, config.body_bytes_max).await?;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let required = || object.error("items", "items array is required");
-    let items = object
-        .opt_array("items")
-        .map_err(|_| required())?
-        .ok_or_else(required)?;
-    if items.len() > config.push_items_max {
-        return Err(ApiError::too_many_items("items", config.push_items_max));
-    }
+    let items = object.required_array("items", "items array is required", config.push_items_max)?;
     if items.is_empty() {
         return Ok(json_response(StatusCode::CREATED, "[]".to_owned()));
     }

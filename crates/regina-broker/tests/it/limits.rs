@@ -23,6 +23,11 @@ async fn body_over_body_bytes_max_answers_413_body_too_large() {
     );
     let r = api.post_raw("/api/v1/push", &push_body_of_len(1025)).await;
     r.assert_error(413, "body_too_large");
+    assert_eq!(
+        r.header("connection"),
+        Some("close"),
+        "the unread rest of the body makes the connection unusable: {r:?}"
+    );
     let r = api
         .post_raw("/api/v1/push", &push_body_of_len(64 * 1024))
         .await;
