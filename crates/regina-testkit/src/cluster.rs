@@ -13,8 +13,11 @@ use regina_broker::devdb::{DevDb, DevDbOptions};
 use tokio::sync::OnceCell;
 use tokio_postgres::error::SqlState;
 
-/// Port of the shared test cluster (the development cluster of `regina serve` uses 55432).
-const TEST_PORT: u16 = 55433;
+/// Ports a new test cluster may take: the first free one from an offset derived from the target
+/// directory, so two checkouts on one machine get different clusters (a running one keeps its
+/// port). The development cluster of `regina serve` uses 55432, outside this range.
+const TEST_PORT_BASE: u16 = 20_000;
+const TEST_PORT_SPAN: u16 = 20_000;
 /// Advisory-lock key serialising template creation across test processes.
 const TEMPLATE_LOCK_KEY: i64 = 0x7265_6769_6e61; // "regina"
 /// `create database … template` fails while a session lingers on the template; retry this often.
@@ -91,7 +94,7 @@ async fn cluster_start() -> Cluster {
         lock.lock().expect("regina-testkit: take the cluster lock");
         let options = DevDbOptions {
             data_dir: requested.clone(),
-            port: TEST_PORT,
+            port: free_port(&requested),
             fast_unsafe: true,
         };
         let db = DevDb::start(options).unwrap_or_else(|e| panic!("regina-testkit: {e}"));
@@ -207,25 +210,39 @@ pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
     }
 }
 
+/// A port for a new cluster on `data_dir` (see `TEST_PORT_BASE`); used only if this process
+/// starts the cluster.
+fn free_port(data_dir: &Path) -> u16 {
+    let offset = (fnv1a(FNV_OFFSET, data_dir.as_os_str().as_encoded_bytes())
+        % u64::from(TEST_PORT_SPAN)) as u16;
+    (0..TEST_PORT_SPAN)
+        .map(|i| TEST_PORT_BASE + (offset + i) % TEST_PORT_SPAN)
+        .find(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok())
+        .expect("regina-testkit: no free port for the test cluster")
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// 64-bit FNV-1a of `bytes`, continuing from `hash`.
+fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, &byte| {
+        (h ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 /// 64-bit FNV-1a over every file under `dir` (relative path and content, in path order).
 fn sql_hash(dir: &Path) -> u64 {
     let mut files = Vec::new();
     files_collect(dir, &mut files);
     files.sort();
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut hash = FNV_OFFSET;
     for file in files {
         let relative = file.strip_prefix(dir).unwrap_or(&file);
         let content = fs::read(&file)
             .unwrap_or_else(|e| panic!("regina-testkit: read {}: {e}", file.display()));
-        for &byte in relative
-            .as_os_str()
-            .as_encoded_bytes()
-            .iter()
-            .chain([0u8].iter())
-            .chain(&content)
-        {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        hash = fnv1a(hash, relative.as_os_str().as_encoded_bytes());
+        hash = fnv1a(hash, &[0]);
+        hash = fnv1a(hash, &content);
     }
     hash
 }

@@ -10,7 +10,7 @@ use regina_broker::devdb::{DevDb, DevDbOptions};
 
 use regina_broker::Config;
 
-/// Port of the development cluster (the test kit's cluster uses 55433).
+/// Port of the development cluster (the test kit picks its own, from 20000–39999).
 const DEV_PORT: u16 = 55432;
 /// Database the broker uses on the development cluster.
 const DEV_DATABASE: &str = "regina";
