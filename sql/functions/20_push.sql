@@ -4,20 +4,19 @@
 -- and concurrent batches never deadlock. Deduplication runs after the lock, so it sees every
 -- message committed to the partition before us.
 
--- Creates the queues and partitions named by the items, if missing, and resolves every item.
--- Payloads travel beside the items, as elements of a `json` array: reading a field of a `json`
--- value would de-escape every string in it (and refuse U+0000), whereas array elements come out
--- verbatim. Without i_payloads, each item's own `payload` is used (convenient from SQL).
-create or replace function regina._push_resolve(i_items jsonb, i_payloads json)
-returns regina.push_item[]
+-- Creates the queues and partitions named by the items (`[{queue, partition}, ...]`), if
+-- missing, in name order. A push transaction that created partitions would hold them until commit
+-- while it waits for other partitions' locks, and two such pushes can deadlock; so the broker
+-- calls this first, in its own short transaction, for partitions it has not seen yet. Creating
+-- in one global order (queues by name, then partitions by queue and name) cannot deadlock.
+create or replace function regina.partitions_ensure(i_items jsonb) returns void
 language plpgsql as $$
-declare
-    v_items regina.push_item[];
 begin
     insert into regina.queues (name, namespace, task)
     select s.name, split_part(s.name, '.', 1), split_part(s.name, '.', 2)
     from (select distinct e ->> 'queue' as name from jsonb_array_elements(i_items) e) s
     where not exists (select 1 from regina.queues q where q.name = s.name)
+    order by s.name
     on conflict (name) do nothing;
 
     insert into regina.partitions (queue_id, name)
@@ -27,7 +26,23 @@ begin
     join regina.queues q on q.name = s.queue_name
     where not exists (select 1 from regina.partitions p
                       where p.queue_id = q.id and p.name = s.partition_name)
+    order by s.queue_name, s.partition_name
     on conflict (queue_id, name) do nothing;
+end
+$$;
+
+-- Resolves every item to its partition, creating what is missing (see partitions_ensure: the
+-- broker has usually done that already, so this is the fallback for pushes made from SQL).
+-- Payloads travel beside the items, as elements of a `json` array: reading a field of a `json`
+-- value would de-escape every string in it (and refuse U+0000), whereas array elements come out
+-- verbatim. Without i_payloads, each item's own `payload` is used (convenient from SQL).
+create or replace function regina._push_resolve(i_items jsonb, i_payloads json)
+returns regina.push_item[]
+language plpgsql as $$
+declare
+    v_items regina.push_item[];
+begin
+    perform regina.partitions_ensure(i_items);
 
     select array_agg(row(
                (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
