@@ -1,5 +1,6 @@
 //! The LISTEN session that carries push notifications between broker instances (spec §4.9):
-//! `regina.push(…, i_notify => true)` sends one `regina_push` notification per queue per call.
+//! brokers announce their committed pushes on `regina_push` (see `engine::announce`), and so does
+//! `regina.push(…, i_notify => true)` for pushes made from SQL in other transactions.
 
 use std::future::poll_fn;
 

@@ -33,11 +33,13 @@ pub(crate) enum Stmt {
     DlqList,
     /// Health probe.
     Ping,
+    /// Announcement of committed pushes to other instances.
+    NotifyPushes,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 8;
+    pub(crate) const COUNT: usize = 9;
 
     fn sql(self) -> &'static str {
         match self {
@@ -54,6 +56,7 @@ impl Stmt {
             Stmt::LeaseRelease => {
                 "select queue_name, consumer_group from regina.lease_release($1::uuid[])"
             }
+            Stmt::NotifyPushes => "select pg_notify('regina_push', n) from unnest($1::text[]) n",
             Stmt::Configure => "select regina.configure($1::text::jsonb)::text",
             Stmt::DlqList => "select regina.dlq_list($1::text::jsonb)::text",
             Stmt::Ping => "select 1",
@@ -162,6 +165,11 @@ impl Db {
         let ids = lease_ids.to_vec();
         let rows = self.query(Stmt::LeaseRelease, &[&ids]).await?;
         pairs(&rows)
+    }
+
+    /// One `regina_push` notification per element of `notices`, in one statement.
+    pub(crate) async fn notify_pushes(&self, notices: &[String]) -> Result<(), DbError> {
+        self.query(Stmt::NotifyPushes, &[&notices]).await.map(drop)
     }
 
     /// `regina.configure(request)`: the configure response body (with `created`).

@@ -2,6 +2,7 @@
 //! Concurrent HTTP requests of one kind are fused into few SQL calls; each request gets back
 //! exactly its own results, and one bad request never fails its neighbours.
 
+mod announce;
 mod batcher;
 pub(crate) mod json;
 mod ops;
@@ -9,6 +10,7 @@ mod ops;
 use std::sync::Arc;
 use std::time::Duration;
 
+use announce::Announcer;
 use batcher::{BatchSettings, Batcher};
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
 pub(crate) use ops::{AckRequest, ExtendRequest, PopOutcome, PopRequest, PushRequest};
@@ -44,6 +46,7 @@ impl Engine {
             push: Batcher::start(
                 Arc::new(PushOp {
                     waiters: waiters.clone(),
+                    announcer: Announcer::start(db.clone()),
                 }),
                 db.clone(),
                 settings(PUSH_SLOTS),

@@ -9,6 +9,7 @@ use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use uuid::Uuid;
 
+use super::announce::Announcer;
 use super::batcher::BatchOp;
 use crate::db::{Db, DbError, IndexedRow};
 use crate::waiters::Waiters;
@@ -65,6 +66,7 @@ pub(crate) struct PushRequest {
 /// Fused `regina.push`.
 pub(crate) struct PushOp {
     pub(crate) waiters: Arc<Waiters>,
+    pub(crate) announcer: Announcer,
 }
 
 impl BatchOp for PushOp {
@@ -75,8 +77,8 @@ impl BatchOp for PushOp {
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
         let items = json_array(requests.iter().map(|r| r.items.as_str()));
         let payloads = json_array(requests.iter().map(|r| r.payloads.as_str()));
-        // Other instances learn of the commit through NOTIFY; this one wakes its waiters below.
-        let rows = db.push(&items, &payloads, true).await?;
+        // No NOTIFY inside the transaction (see `announce`): other instances hear after commit.
+        let rows = db.push(&items, &payloads, false).await?;
         let results = split_rows(rows, requests.iter().map(|r| r.count))?;
         // Committed: wake the waiters of every written partition (spec §4.9).
         let mut by_queue: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
@@ -84,8 +86,9 @@ impl BatchOp for PushOp {
             by_queue.entry(queue).or_default().insert(partition);
         }
         for (queue, partitions) in by_queue {
-            self.waiters
-                .push_committed(queue, &partitions.into_iter().collect::<Vec<_>>());
+            let partitions: Vec<&str> = partitions.into_iter().collect();
+            self.waiters.push_committed(queue, &partitions);
+            self.announcer.announce(queue, &partitions);
         }
         Ok(results)
     }
