@@ -6,8 +6,8 @@ local batch = os.getenv("BATCH") or "100"
 local partitions = os.getenv("POP_PARTITIONS") or "10"
 local mode = os.getenv("MODE") or "autoack"
 local pending = nil
-local delivered = 0
-local empty = 0
+delivered = 0  -- globals: done() reads them from each thread
+empty = 0
 local threads = {}
 
 setup = function(thread) table.insert(threads, thread) end
@@ -26,9 +26,9 @@ response = function(status, headers, body)
   if status == 204 then empty = empty + 1 end
   if status ~= 200 or not body:find('"messages"', 1, true) then return end
   local acks = {}
-  -- Message keys come back in a fixed order: leaseId, then partitionId, then transactionId.
+  -- Each message object lists transactionId, then partitionId, then leaseId.
   local list = body:sub(body:find('"messages"', 1, true))
-  for lease, pid, tx in list:gmatch('"leaseId":%s*"([^"]*)".-"partitionId":%s*"([^"]+)".-"transactionId":%s*"([^"]+)"') do
+  for tx, pid, lease in list:gmatch('"transactionId"%s*:%s*"([^"]+)".-"partitionId"%s*:%s*"([^"]+)".-"leaseId"%s*:%s*"([^"]*)"') do
     delivered = delivered + 1
     if mode ~= "autoack" then
       acks[#acks + 1] = string.format('{"transactionId":"%s","partitionId":"%s","leaseId":"%s","status":"completed"}', tx, pid, lease)
