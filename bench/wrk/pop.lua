@@ -27,7 +27,7 @@ response = function(status, headers, body)
   if status ~= 200 or not body:find('"messages"', 1, true) then return end
   local acks = {}
   -- Each message object lists transactionId, then partitionId, then leaseId.
-  local list = body:sub(body:find('"messages"', 1, true))
+  local list = body:sub((body:find('"messages"', 1, true)))
   for tx, pid, lease in list:gmatch('"transactionId"%s*:%s*"([^"]+)".-"partitionId"%s*:%s*"([^"]+)".-"leaseId"%s*:%s*"([^"]*)"') do
     delivered = delivered + 1
     if mode ~= "autoack" then

@@ -29,5 +29,7 @@ QUEUE=$queue ITEMS=1 run "push 1 msg/request" -t2 -c50 -d"${secs}s" -s "$here/pu
 QUEUE=$queue ITEMS=100 run "push 100 msg/request" -t2 -c50 -d"${secs}s" -s "$here/push.lua" "$url"
 QUEUE=$queue MODE=autoack BATCH=100 POP_PARTITIONS=10 \
   run "pop autoAck batch 100" -t2 -c50 -d"${secs}s" -s "$here/pop.lua" "$url"
-QUEUE=$queue MODE=ack BATCH=100 POP_PARTITIONS=10 \
+# A fresh backlog for the explicit-ack consumers (the autoAck step may have drained the first).
+QUEUE=$queue-ack ITEMS=100 run "push 100 msg/request (again)" -t2 -c50 -d"${secs}s" -s "$here/push.lua" "$url"
+QUEUE=$queue-ack MODE=ack BATCH=100 POP_PARTITIONS=10 \
   run "pop + ack/batch batch 100" -t2 -c50 -d"${secs}s" -s "$here/pop.lua" "$url"
