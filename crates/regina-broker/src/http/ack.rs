@@ -1,13 +1,12 @@
 //! `POST /api/v1/ack` and `POST /api/v1/ack/batch` (spec §3.5): per-item outcomes in-band.
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
-use super::body::{self, Object};
+use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
 use crate::engine::json::{indexed_array, write_key, write_opt_str, write_str};
@@ -25,11 +24,9 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn ack(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
-    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
     let mut items = String::new();
     write_item(&mut items, &object, None, config.name_chars_max)?;
@@ -38,11 +35,9 @@ async fn ack(
 
 async fn ack_batch(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
-    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
     let acks = object.required_array(
         "acknowledgments",

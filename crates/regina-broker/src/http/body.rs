@@ -4,12 +4,28 @@
 use std::collections::HashMap;
 
 use axum::body::Body;
+use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::value::RawValue;
 
 use super::error::ApiError;
+use crate::state::AppState;
+
+/// A request body read whole under `BODY_BYTES_MAX`: the first step of every JSON endpoint
+/// (extract it last, as it consumes the request).
+pub(crate) struct BodyBytes(pub(crate) Bytes);
+
+impl FromRequest<AppState> for BodyBytes {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
+        let limit = state.get().config.body_bytes_max;
+        let (parts, body) = request.into_parts();
+        read(&parts.headers, body, limit).await.map(BodyBytes)
+    }
+}
 
 /// Reads the whole body, refusing more than `limit` bytes with `413 body_too_large`.
 ///

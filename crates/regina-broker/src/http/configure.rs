@@ -1,14 +1,13 @@
 //! `POST /api/v1/configure` (spec §3.2): create a queue or merge options into it.
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 use serde::Deserialize;
 
-use super::body::{self, Object};
+use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
 use crate::engine::json::{write_key, write_opt_str};
@@ -116,11 +115,9 @@ const OPTIONS: &[(&str, OptionKind)] = &[
 
 async fn configure(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
-    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
     let request = configure_request(&object, config.name_chars_max)?;
     let result = state.get().db.configure(&request).await?;

@@ -1,14 +1,13 @@
 //! `POST /api/v1/lease/{leaseId}/extend` (spec §3.6).
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 use uuid::Uuid;
 
-use super::body;
+use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::names::path_segment;
 use crate::engine::json::{indexed_array, write_key, write_str};
@@ -27,12 +26,10 @@ pub(super) fn routes() -> Router<AppState> {
 async fn extend(
     State(state): State<AppState>,
     uri: Uri,
-    headers: HeaderMap,
-    body: Body,
+    BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let lease_id = path_segment(&uri, LEASE_SEGMENT, "leaseId")?;
     let config = &state.get().config;
-    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
     let seconds = object.opt_int("seconds", 1, SECONDS_MAX)?;
     // Lease ids are UUIDs: anything else names no lease, answered in-band like an unknown one.

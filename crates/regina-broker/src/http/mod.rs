@@ -59,10 +59,7 @@ async fn not_found(
     uri: Uri,
     original: Option<axum::Extension<OriginalPath>>,
 ) -> ApiError {
-    let path = original
-        .map(|o| o.0 .0)
-        .unwrap_or_else(|| uri.path().to_owned());
-    ApiError::route_not_found(method.as_str(), &path)
+    ApiError::route_not_found(method.as_str(), &request_path(&uri, original))
 }
 
 async fn method_not_allowed(
@@ -70,10 +67,12 @@ async fn method_not_allowed(
     uri: Uri,
     original: Option<axum::Extension<OriginalPath>>,
 ) -> ApiError {
-    let path = original
-        .map(|o| o.0 .0)
-        .unwrap_or_else(|| uri.path().to_owned());
-    ApiError::method_not_allowed(method.as_str(), &path)
+    ApiError::method_not_allowed(method.as_str(), &request_path(&uri, original))
+}
+
+/// The path as the client sent it (before the trailing `/` was trimmed).
+fn request_path(uri: &Uri, original: Option<axum::Extension<OriginalPath>>) -> String {
+    original.map_or_else(|| uri.path().to_owned(), |o| o.0 .0)
 }
 
 const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");

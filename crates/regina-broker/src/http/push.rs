@@ -4,9 +4,8 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
-use axum::body::Body;
 use axum::extract::State;
-use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
@@ -14,7 +13,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::body::{self, Object};
+use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
 use crate::engine::json::{indexed_array, write_key, write_opt_str, write_str};
@@ -32,11 +31,9 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn push(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Body,
+    BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
-    let bytes = body::read(&headers, body, config.body_bytes_max).await?;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
     let items = object.required_array("items", "items array is required", config.push_items_max)?;
     if items.is_empty() {
