@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tokio::sync::mpsc;
 
-use super::json::{write_key, write_str};
+use super::json::to_json;
 use crate::db::Db;
 
 /// PostgreSQL refuses notification payloads of 8 000 bytes or more; stay well below.
@@ -57,16 +57,10 @@ async fn run(db: Db, mut receiver: mpsc::UnboundedReceiver<(String, Vec<String>)
 fn notices(written: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     let mut out = Vec::new();
     for (queue, partitions) in written {
-        let mut head = String::from("{");
-        write_key(&mut head, "queue");
-        write_str(&mut head, queue);
-        head.push(',');
-        write_key(&mut head, "partitions");
-        head.push('[');
+        let head = format!("{{\"queue\":{},\"partitions\":[", to_json(queue));
         let mut notice = head.clone();
         for partition in partitions {
-            let mut item = String::new();
-            write_str(&mut item, partition);
+            let item = to_json(partition);
             if notice.len() > head.len() && notice.len() + item.len() + 3 > NOTICE_BYTES_MAX {
                 notice.push_str("]}");
                 out.push(std::mem::replace(&mut notice, head.clone()));

@@ -1,39 +1,14 @@
-//! Writing JSON by hand: request arrays for SQL and response arrays spliced from SQL results, so
-//! payloads pass through as text and are never re-parsed into trees.
+//! JSON for the database and the wire. Requests to SQL are small `Serialize` structs; results
+//! from SQL are spliced as text (never re-parsed), so payloads pass through untouched.
 
 use std::fmt::Write as _;
 
-/// Appends `value` as a JSON string literal.
-pub(crate) fn write_str(out: &mut String, value: &str) {
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+use serde::Serialize;
 
-/// Appends `value` as a JSON string literal, or `null`.
-pub(crate) fn write_opt_str(out: &mut String, value: Option<&str>) {
-    match value {
-        Some(v) => write_str(out, v),
-        None => out.push_str("null"),
-    }
-}
-
-/// Appends `"key":` to an object being written.
-pub(crate) fn write_key(out: &mut String, key: &str) {
-    write_str(out, key);
-    out.push(':');
+/// `value` as JSON text. Only for plain structs of strings, numbers, booleans and options, whose
+/// serialization cannot fail.
+pub(crate) fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("plain data serializes to JSON")
 }
 
 /// Appends the object `entry` with `"index":n` inserted as its first member.
@@ -70,15 +45,6 @@ pub(crate) fn indexed_array<'a>(entries: impl IntoIterator<Item = &'a str>) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn strings_are_escaped() {
-        let mut out = String::new();
-        write_str(&mut out, "a\"b\\c\n\u{1}é");
-        assert_eq!(out, r#""a\"b\\c\n\u0001é""#);
-        let parsed: String = serde_json::from_str(&out).expect("valid JSON");
-        assert_eq!(parsed, "a\"b\\c\n\u{1}é");
-    }
 
     #[test]
     fn index_is_inserted_first() {

@@ -6,10 +6,12 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
+use serde::Serialize;
+
 use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
-use crate::engine::json::{indexed_array, write_key, write_opt_str, write_str};
+use crate::engine::json::{indexed_array, to_json};
 use crate::engine::AckRequest;
 use crate::state::AppState;
 
@@ -91,6 +93,18 @@ fn group(object: &Object<'_>, name_chars_max: usize) -> Result<Option<String>, A
     Ok(group)
 }
 
+/// One `i_acks` element of `regina.ack`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SqlAckItem<'a> {
+    transaction_id: &'a str,
+    partition_id: &'a str,
+    status: &'a str,
+    lease_id: Option<&'a str>,
+    consumer_group: Option<&'a str>,
+    error: Option<&'a str>,
+}
+
 /// Validates one ack and writes it as a `regina.ack` element; the item's own group beats the
 /// request's (spec §4.5).
 fn write_item(
@@ -125,25 +139,14 @@ fn write_item(
     let error: Option<String> = item
         .opt_string_nul_replaced("error")?
         .map(|e| e.chars().take(ERROR_CHARS_MAX).collect());
-    out.push('{');
-    write_key(out, "transactionId");
-    write_str(out, &transaction_id);
-    out.push(',');
-    write_key(out, "partitionId");
-    write_str(out, &partition_id);
-    out.push(',');
-    write_key(out, "status");
-    write_str(out, status);
-    out.push(',');
-    write_key(out, "leaseId");
-    write_opt_str(out, lease_id.as_deref());
-    out.push(',');
-    write_key(out, "consumerGroup");
-    write_opt_str(out, own_group.as_deref().or(request_group));
-    out.push(',');
-    write_key(out, "error");
-    write_opt_str(out, error.as_deref());
-    out.push('}');
+    out.push_str(&to_json(&SqlAckItem {
+        transaction_id: &transaction_id,
+        partition_id: &partition_id,
+        status,
+        lease_id: lease_id.as_deref(),
+        consumer_group: own_group.as_deref().or(request_group),
+        error: error.as_deref(),
+    }));
     Ok(())
 }
 

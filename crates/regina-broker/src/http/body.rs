@@ -200,6 +200,26 @@ impl<'a> Object<'a> {
         self.refuse_nul(key, value)
     }
 
+    /// An optional string of at most `chars_max` characters.
+    ///
+    /// # Errors
+    /// As [`Object::opt_string`]; `400 validation_failed` when it is longer.
+    pub(crate) fn opt_string_max(
+        &self,
+        key: &str,
+        chars_max: usize,
+    ) -> Result<Option<String>, ApiError> {
+        let value = self.opt_string(key)?;
+        if value
+            .as_ref()
+            .is_some_and(|v| v.chars().count() > chars_max)
+        {
+            let message = format!("{key} must be at most {chars_max} characters");
+            return Err(self.error(key, message));
+        }
+        Ok(value)
+    }
+
     /// An optional free text whose U+0000 characters become U+FFFD: for text that is kept
     /// rather than matched (the ack `error`), where a stray NUL must not cost the request.
     ///

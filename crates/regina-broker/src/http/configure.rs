@@ -5,12 +5,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
-use crate::engine::json::{write_key, write_opt_str};
+use crate::engine::json::to_json;
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -143,45 +143,39 @@ fn configure_request(object: &Object<'_>, name_chars_max: usize) -> Result<Strin
     if let Some(problem) = name_problem(&queue, name_chars_max) {
         return Err(object.error("queue", format!("queue {problem}")));
     }
-    let mut out = String::from("{");
-    write_key(&mut out, "queue");
-    write_opt_str(&mut out, Some(&queue));
-    for key in ["namespace", "task"] {
-        let value = object.opt_string(key)?;
-        if value
-            .as_ref()
-            .is_some_and(|v| v.chars().count() > LABEL_CHARS_MAX)
-        {
-            return Err(object.error(
-                key,
-                format!("{key} must be at most {LABEL_CHARS_MAX} characters"),
-            ));
-        }
-        out.push(',');
-        write_key(&mut out, key);
-        write_opt_str(&mut out, value.as_deref());
-    }
-    out.push(',');
-    write_key(&mut out, "options");
-    out.push_str(&options_json(object)?);
-    out.push('}');
-    Ok(out)
+    let namespace = object.opt_string_max("namespace", LABEL_CHARS_MAX)?;
+    let task = object.opt_string_max("task", LABEL_CHARS_MAX)?;
+    Ok(to_json(&SqlConfigure {
+        queue: &queue,
+        namespace: namespace.as_deref(),
+        task: task.as_deref(),
+        options: options(object)?,
+    }))
 }
 
-/// The options present in the request, validated, as a JSON object (unknown keys dropped).
-fn options_json(object: &Object<'_>) -> Result<String, ApiError> {
+/// The `regina.configure` argument.
+#[derive(Serialize)]
+struct SqlConfigure<'a> {
+    queue: &'a str,
+    namespace: Option<&'a str>,
+    task: Option<&'a str>,
+    options: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The options present in the request, validated (unknown keys dropped).
+fn options(object: &Object<'_>) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+    let mut out = serde_json::Map::new();
     let Some(raw) = object.raw("options").filter(|r| !body::is_null(r)) else {
-        return Ok("{}".to_owned());
+        return Ok(out);
     };
     let options = Object::from_raw(raw, "options.".to_owned(), None)?;
-    let mut out = String::from("{");
     for (key, kind) in OPTIONS {
         let value = match *kind {
-            OptionKind::Int { min, max } => options.opt_int(key, min, max)?.map(|v| v.to_string()),
-            OptionKind::Bool => options.opt_bool(key)?.map(|v| v.to_string()),
+            OptionKind::Int { min, max } => options.opt_int(key, min, max)?.map(Into::into),
+            OptionKind::Bool => options.opt_bool(key)?.map(Into::into),
         };
         let Some(value) = value else { continue };
-        if *key == "encryptionEnabled" && value == "true" {
+        if *key == "encryptionEnabled" && value == serde_json::Value::Bool(true) {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "encryption_unavailable",
@@ -189,13 +183,8 @@ fn options_json(object: &Object<'_>) -> Result<String, ApiError> {
             )
             .field("options.encryptionEnabled"));
         }
-        if out.len() > 1 {
-            out.push(',');
-        }
-        write_key(&mut out, key);
-        out.push_str(&value);
+        out.insert((*key).to_owned(), value);
     }
-    out.push('}');
     Ok(out)
 }
 

@@ -5,12 +5,13 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
+use serde::Serialize;
 
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
 use super::query::Query;
 use super::timestamp;
-use crate::engine::json::{write_key, write_str};
+use crate::engine::json::to_json;
 use crate::state::AppState;
 
 /// `limit` default and maximum (spec §3.9).
@@ -31,36 +32,47 @@ async fn list(
     Ok(json_response(StatusCode::OK, body))
 }
 
-/// The `regina.dlq_list` argument: only the filters given, timestamps normalised.
+/// The `regina.dlq_list` argument: the filters given (absent ones null), timestamps normalised.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SqlDlqQuery<'a> {
+    queue: Option<&'a str>,
+    consumer_group: Option<&'a str>,
+    partition: Option<&'a str>,
+    from: Option<String>,
+    to: Option<String>,
+    limit: i64,
+    offset: i64,
+}
+
 fn dlq_query(query: &Query, name_chars_max: usize) -> Result<String, ApiError> {
-    let mut out = String::from("{");
-    for key in ["queue", "consumerGroup", "partition"] {
-        if let Some(value) = query.string(key)? {
-            if let Some(problem) = name_problem(value, name_chars_max) {
-                return Err(ApiError::invalid_parameter(key, format!("{key} {problem}")));
-            }
-            write_key(&mut out, key);
-            write_str(&mut out, value);
-            out.push(',');
+    let name = |key: &str| -> Result<Option<&str>, ApiError> {
+        let value = query.string(key)?;
+        if let Some(problem) = value.and_then(|v| name_problem(v, name_chars_max)) {
+            return Err(ApiError::invalid_parameter(key, format!("{key} {problem}")));
         }
-    }
-    for key in ["from", "to"] {
-        if let Some(value) = query.string(key)? {
-            let instant = timestamp::normalize(value).ok_or_else(|| {
-                ApiError::invalid_parameter(
-                    key,
-                    format!("{key} must be an RFC 3339 timestamp or a date"),
-                )
-            })?;
-            write_key(&mut out, key);
-            write_str(&mut out, &instant);
-            out.push(',');
-        }
-    }
-    let limit = query.integer("limit", 1, LIMIT_MAX, LIMIT_DEFAULT)?;
-    let offset = query.integer("offset", 0, i64::from(i32::MAX), 0)?;
-    out.push_str(&format!("\"limit\":{limit},\"offset\":{offset}}}"));
-    Ok(out)
+        Ok(value)
+    };
+    let instant = |key: &str| -> Result<Option<String>, ApiError> {
+        query
+            .string(key)?
+            .map(|value| {
+                timestamp::normalize(value).ok_or_else(|| {
+                    let message = format!("{key} must be an RFC 3339 timestamp or a date");
+                    ApiError::invalid_parameter(key, message)
+                })
+            })
+            .transpose()
+    };
+    Ok(to_json(&SqlDlqQuery {
+        queue: name("queue")?,
+        consumer_group: name("consumerGroup")?,
+        partition: name("partition")?,
+        from: instant("from")?,
+        to: instant("to")?,
+        limit: query.integer("limit", 1, LIMIT_MAX, LIMIT_DEFAULT)?,
+        offset: query.integer("offset", 0, i64::from(i32::MAX), 0)?,
+    }))
 }
 
 #[cfg(test)]
@@ -74,7 +86,8 @@ mod tests {
             serde_json::from_str(&dlq_query(&query, 255).expect("valid")).expect("JSON");
         assert_eq!(
             value,
-            serde_json::json!({"queue":"q","from":"2026-05-10T00:00:00.000000Z","limit":5,"offset":10})
+            serde_json::json!({"queue":"q","consumerGroup":null,"partition":null,
+                               "from":"2026-05-10T00:00:00.000000Z","to":null,"limit":5,"offset":10})
         );
     }
 

@@ -5,12 +5,13 @@ use axum::http::{StatusCode, Uri};
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
+use serde::Serialize;
 use uuid::Uuid;
 
 use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::names::path_segment;
-use crate::engine::json::{indexed_array, write_key, write_str};
+use crate::engine::json::{indexed_array, to_json};
 use crate::engine::ExtendRequest;
 use crate::state::AppState;
 
@@ -39,13 +40,10 @@ async fn extend(
             indexed_array([not_found(&lease_id).as_str()]),
         ));
     }
-    let mut json = String::from("{");
-    write_key(&mut json, "leaseId");
-    write_str(&mut json, &lease_id);
-    json.push(',');
-    write_key(&mut json, "seconds");
-    json.push_str(&seconds.map_or_else(|| "null".to_owned(), |s| s.to_string()));
-    json.push('}');
+    let json = to_json(&SqlExtend {
+        lease_id: &lease_id,
+        seconds,
+    });
     let result = state.get().engine.extend(ExtendRequest { json }).await?;
     Ok(json_response(
         StatusCode::OK,
@@ -53,15 +51,21 @@ async fn extend(
     ))
 }
 
+/// One `i_reqs` element of `regina.lease_extend`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SqlExtend<'a> {
+    lease_id: &'a str,
+    seconds: Option<i64>,
+}
+
 /// The in-band `lease_not_found` entry.
 fn not_found(lease_id: &str) -> String {
-    let mut out = String::from("{");
-    write_key(&mut out, "leaseId");
-    write_str(&mut out, lease_id);
-    out.push_str(
-        r#","success":false,"error":"Lease not found","code":"lease_not_found","expiresAt":null,"newExpiresAt":null}"#,
-    );
-    out
+    serde_json::json!({
+        "leaseId": lease_id, "success": false, "error": "Lease not found",
+        "code": "lease_not_found", "expiresAt": null, "newExpiresAt": null,
+    })
+    .to_string()
 }
 
 #[cfg(test)]

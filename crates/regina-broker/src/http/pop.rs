@@ -7,6 +7,7 @@ use axum::http::{HeaderName, HeaderValue, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
+use serde::Serialize;
 use time::OffsetDateTime;
 use tokio::time::Instant;
 use uuid::Uuid;
@@ -16,7 +17,7 @@ use super::names::{name_problem, path_name};
 use super::query::Query;
 use super::timestamp;
 use crate::config::{Config, SubscriptionMode};
-use crate::engine::json::{write_key, write_opt_str, write_str};
+use crate::engine::json::to_json;
 use crate::engine::{PopOutcome, PopRequest};
 use crate::state::{AppState, Shared};
 use crate::waiters::WaitKey;
@@ -57,6 +58,23 @@ enum Target {
         namespace: Option<String>,
         task: Option<String>,
     },
+}
+
+/// One `i_reqs` element of `regina.pop`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SqlPopRequest<'a> {
+    queue: Option<&'a str>,
+    partition: Option<&'a str>,
+    namespace: Option<&'a str>,
+    task: Option<&'a str>,
+    consumer_group: &'a str,
+    batch: i64,
+    partitions: i64,
+    auto_ack: bool,
+    subscription_mode: &'a str,
+    subscription_from: Option<&'a str>,
+    lease_id: Uuid,
 }
 
 /// A validated pop request.
@@ -295,33 +313,19 @@ impl PopParams {
             Target::Queue { queue, partition } => (Some(queue), partition.as_ref(), None, None),
             Target::Selector { namespace, task } => (None, None, namespace.as_ref(), task.as_ref()),
         };
-        let mut out = String::from("{");
-        for (key, value) in [
-            ("queue", queue),
-            ("partition", partition),
-            ("namespace", namespace),
-            ("task", task),
-        ] {
-            write_key(&mut out, key);
-            write_opt_str(&mut out, value.map(String::as_str));
-            out.push(',');
-        }
-        write_key(&mut out, "consumerGroup");
-        write_str(&mut out, &self.group);
-        out.push_str(&format!(
-            ",\"batch\":{},\"partitions\":{},\"autoAck\":{},",
-            self.batch, self.partitions, self.auto_ack
-        ));
-        write_key(&mut out, "subscriptionMode");
-        write_str(&mut out, self.subscription_mode);
-        out.push(',');
-        write_key(&mut out, "subscriptionFrom");
-        write_opt_str(&mut out, self.subscription_from.as_deref());
-        out.push(',');
-        write_key(&mut out, "leaseId");
-        write_str(&mut out, &lease_id.to_string());
-        out.push('}');
-        out
+        to_json(&SqlPopRequest {
+            queue: queue.map(String::as_str),
+            partition: partition.map(String::as_str),
+            namespace: namespace.map(String::as_str),
+            task: task.map(String::as_str),
+            consumer_group: &self.group,
+            batch: self.batch,
+            partitions: self.partitions,
+            auto_ack: self.auto_ack,
+            subscription_mode: self.subscription_mode,
+            subscription_from: self.subscription_from.as_deref(),
+            lease_id,
+        })
     }
 
     fn wait_key(&self) -> WaitKey {

@@ -9,14 +9,14 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
-use crate::engine::json::{indexed_array, write_key, write_opt_str, write_str};
+use crate::engine::json::{indexed_array, to_json};
 use crate::engine::PushRequest;
 use crate::state::AppState;
 
@@ -92,6 +92,18 @@ fn push_request(items: &[&RawValue], name_chars_max: usize) -> Result<PushReques
     })
 }
 
+/// One `i_items` element of `regina.push`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SqlPushItem<'a> {
+    queue: &'a str,
+    partition: &'a str,
+    transaction_id: &'a str,
+    message_id: Uuid,
+    trace_id: Option<&'a str>,
+    producer_sub: Option<&'a str>,
+}
+
 /// Writes one validated item; returns its (queue, partition).
 fn write_item(
     out: &mut String,
@@ -108,45 +120,20 @@ fn write_item(
     if let Some(problem) = name_problem(&partition, name_chars_max) {
         return Err(item.error("partition", format!("partition {problem}")));
     }
-    let transaction_id = item.opt_string("transactionId")?;
-    if transaction_id
-        .as_ref()
-        .is_some_and(|t| t.chars().count() > TRANSACTION_ID_CHARS_MAX)
-    {
-        let message =
-            format!("transactionId must be at most {TRANSACTION_ID_CHARS_MAX} characters");
-        return Err(item.error("transactionId", message));
-    }
-    let trace_id = item.opt_string("traceId")?;
-    if trace_id
-        .as_ref()
-        .is_some_and(|t| t.chars().count() > TRACE_ID_CHARS_MAX)
-    {
-        return Err(item.error(
-            "traceId",
-            format!("traceId must be at most {TRACE_ID_CHARS_MAX} characters"),
-        ));
-    }
+    let transaction_id = item.opt_string_max("transactionId", TRANSACTION_ID_CHARS_MAX)?;
+    let trace_id = item.opt_string_max("traceId", TRACE_ID_CHARS_MAX)?;
     // Identity first (spec §4.14): ids are fixed before the first database attempt.
-    let message_id = Uuid::now_v7().to_string();
+    let message_id = Uuid::now_v7();
     let transaction_id = transaction_id.unwrap_or_else(|| Uuid::now_v7().to_string());
-    out.push('{');
-    write_key(out, "queue");
-    write_str(out, &queue);
-    out.push(',');
-    write_key(out, "partition");
-    write_str(out, &partition);
-    out.push(',');
-    write_key(out, "transactionId");
-    write_str(out, &transaction_id);
-    out.push(',');
-    write_key(out, "messageId");
-    write_str(out, &message_id);
-    out.push(',');
-    write_key(out, "traceId");
-    write_opt_str(out, trace_id.as_deref());
-    // Without authentication there is no verified `sub`; a client-sent producerSub is ignored.
-    out.push_str(",\"producerSub\":null}");
+    out.push_str(&to_json(&SqlPushItem {
+        queue: &queue,
+        partition: &partition,
+        transaction_id: &transaction_id,
+        message_id,
+        trace_id: trace_id.as_deref(),
+        // Without authentication there is no verified `sub`; a client-sent one is ignored.
+        producer_sub: None,
+    }));
     Ok((queue, partition))
 }
 
