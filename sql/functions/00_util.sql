@@ -68,9 +68,44 @@ language sql stable as $$
         'encryptionEnabled', i_q.encryption_enabled)
 $$;
 
--- Saves a cursor row changed in memory by the pop, ack and lease functions.
-create or replace function regina._cursor_save(i_c regina.cursors) returns void
-language sql as $$
+-- Brings the ready row of a cursor's (partition, group) in line with the cursor (see
+-- migrations/0002_ready.sql): claimable at lease expiry, at the retry instant, or now (no earlier
+-- than i_wake, when the caller knows the head is invisible until then); deleted when the head has
+-- reached the partition's end. The end is read under the partition row's share lock, taken with
+-- `skip locked`: a push in flight holds that row and will want the ready row, so it stays.
+create or replace function regina._ready_sync(i_c regina.cursors, i_now timestamptz,
+                                              i_wake timestamptz default null)
+returns void
+language plpgsql as $$
+declare
+    v_at timestamptz;
+begin
+    if i_c.lease_active then
+        v_at := i_c.lease_expires_at;
+    elsif i_c.retry_after > i_now then
+        v_at := i_c.retry_after;
+    elsif exists (select 1 from regina.partitions p
+                  where p.id = i_c.partition_id and p.next_seq <= i_c.next_seq
+                  for share skip locked) then
+        delete from regina.ready r
+        where r.partition_id = i_c.partition_id and r.consumer_group = i_c.consumer_group;
+        return;
+    else
+        v_at := i_now;
+    end if;
+    v_at := greatest(v_at, i_wake);
+    update regina.ready r set eligible_at = v_at
+    where r.partition_id = i_c.partition_id and r.consumer_group = i_c.consumer_group
+      and r.eligible_at is distinct from v_at;
+end
+$$;
+
+-- Saves a cursor row changed in memory by the pop, ack and lease functions, and its ready row.
+create or replace function regina._cursor_save(i_c regina.cursors, i_now timestamptz,
+                                               i_wake timestamptz default null)
+returns void
+language plpgsql as $$
+begin
     update regina.cursors set
         next_seq = i_c.next_seq,
         marks = i_c.marks,
@@ -87,5 +122,7 @@ language sql as $$
         total_consumed = i_c.total_consumed,
         batches_consumed = i_c.batches_consumed,
         last_consumed_at = i_c.last_consumed_at
-    where partition_id = i_c.partition_id and consumer_group = i_c.consumer_group
+    where partition_id = i_c.partition_id and consumer_group = i_c.consumer_group;
+    perform regina._ready_sync(i_c, i_now, i_wake);
+end
 $$;

@@ -68,6 +68,10 @@ declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.push_item[] := regina._push_resolve(i_items, i_payloads);
 begin
+    -- Row-exclusive on the table before the row locks: a subscription being created holds the
+    -- table in share mode until it commits, so the statement below, which reads subscriptions,
+    -- either sees it or ran before it looked at the partitions (see _subscription_start).
+    lock table regina.partitions in row exclusive mode;
     perform 1 from regina.partitions p
     where p.id in (select distinct x.partition_id from unnest(v_items) x)
     order by p.id
@@ -95,15 +99,26 @@ begin
             last_created_at = greatest(v_now, p.last_created_at),
             last_push_at = v_now
         from counts c where p.id = c.partition_id
-        returning p.id, p.next_seq - c.n as base, p.last_created_at as created_at),
+        returning p.id, p.queue_id, p.next_seq - c.n as base, p.last_created_at as created_at),
     inserted as (
         insert into regina.messages (partition_id, seq, id, transaction_id, trace_id,
                                      producer_sub, created_at, payload)
         select f.partition_id, b.base + f.rn - 1, f.message_id, f.transaction_id, f.trace_id,
                f.producer_sub, b.created_at, f.payload
         from fresh f join bumped b on b.id = f.partition_id
+        returning 1),
+    readied as (  -- work for every group subscribed to the queue (the ready set, 0002_ready.sql)
+        insert into regina.ready (partition_id, consumer_group, queue_id, eligible_at)
+        select b.id, s.consumer_group, b.queue_id,
+               v_now + q.delayed_processing_seconds * interval '1 second'
+        from bumped b
+        join regina.subscriptions s on s.queue_id = b.queue_id
+        join regina.queues q on q.id = b.queue_id
+        order by b.id, s.consumer_group
+        on conflict do nothing
         returning 1)
-    -- `inserted` runs to completion although nothing reads it (data-modifying CTEs always do).
+    -- `inserted` and `readied` run to completion although nothing reads them (data-modifying
+    -- CTEs always do).
     select i.idx,
            case when fr.idx is not null then jsonb_build_object(
                     'transaction_id', i.transaction_id, 'status', 'queued',

@@ -117,7 +117,7 @@ begin
     loop
         v_c.lease_active := false;
         v_c.lease_marks := '{}';
-        perform regina._cursor_save(v_c);
+        perform regina._cursor_save(v_c, v_now);
         queue_name := (select q.name from regina.queues q where q.id = v_c.queue_id);
         consumer_group := v_c.consumer_group;
         return next;
@@ -144,7 +144,7 @@ begin
     loop
         select * into v_q from regina.queues q where q.id = v_c.queue_id;
         v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
-        perform regina._cursor_save(v_c);
+        perform regina._cursor_save(v_c, v_now);
         queue_name := v_q.name;
         consumer_group := v_c.consumer_group;
         return next;

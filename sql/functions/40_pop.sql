@@ -37,7 +37,11 @@ begin
 end
 $$;
 
--- The subscription start of a named group on a queue, fixed by its first pop there.
+-- The subscription start of a group on a queue, fixed by its first pop there (queue mode: all
+-- messages). A new subscription adds the ready rows of the partitions that already hold messages
+-- for it. It first takes the partitions table in share mode, which waits for pushes in flight
+-- (they did not see the subscription, so they add no rows for it) and holds new ones back until
+-- commit (they will see it).
 create or replace function regina._subscription_start(i_queue_id bigint, i_group text, i_req jsonb,
                                                       i_now timestamptz)
 returns timestamptz
@@ -47,21 +51,28 @@ declare
     v_mode text;
     v_start timestamptz;
 begin
-    if i_group = '__QUEUE_MODE__' then
-        return null;
-    end if;
     select s.start_at into v_start from regina.subscriptions s
     where s.queue_id = i_queue_id and s.consumer_group = i_group;
     if found then
         return v_start;
     end if;
-    v_mode := case when v_from is not null and v_from <> 'now' then 'timestamp'
+    v_mode := case when i_group = '__QUEUE_MODE__' then 'all'
+                   when v_from is not null and v_from <> 'now' then 'timestamp'
                    when v_from = 'now' or i_req ->> 'subscriptionMode' in ('new', 'new-only') then 'new'
                    else 'all' end;
     v_start := case v_mode when 'timestamp' then v_from::timestamptz when 'new' then i_now end;
     insert into regina.subscriptions (queue_id, consumer_group, mode, start_at)
     values (i_queue_id, i_group, v_mode, v_start)
     on conflict (queue_id, consumer_group) do nothing;
+    if found then
+        lock table regina.partitions in share mode;
+        insert into regina.ready (partition_id, consumer_group, queue_id, eligible_at)
+        select p.id, i_group, p.queue_id, least(p.last_created_at, i_now)
+        from regina.partitions p
+        where p.queue_id = i_queue_id and p.next_seq > 0
+          and (v_start is null or p.last_created_at >= v_start)
+        on conflict do nothing;
+    end if;
     return (select s.start_at from regina.subscriptions s
             where s.queue_id = i_queue_id and s.consumer_group = i_group);
 end
@@ -159,7 +170,8 @@ end
 $$;
 
 -- Claims one partition for a group and reads from its head. Delivered messages, or the reason
--- nothing was delivered and when this partition may become eligible.
+-- nothing was delivered and when this partition may become eligible. Every exit leaves the ready
+-- row of (partition, group) in line with the cursor.
 create or replace function regina._pop_claim(i_q regina.queues, i_p regina.partitions,
                                              i_group text, i_budget integer, i_auto boolean,
                                              i_lease uuid, i_start_at timestamptz,
@@ -176,27 +188,38 @@ begin
     end if;
     if v_c.lease_active and v_c.lease_expires_at <= i_now then
         v_c := (regina._lease_fail(v_c, i_q, 'Lease expired', v_c.lease_expires_at, i_now)).c;
-        perform regina._cursor_save(v_c);
+        perform regina._cursor_save(v_c, i_now);
     end if;
     if v_c.lease_active then
+        perform regina._ready_sync(v_c, i_now);
         return row(null, 'lease_held', v_c.lease_expires_at)::regina.claim_outcome;
     elsif v_c.retry_after > i_now then
+        perform regina._ready_sync(v_c, i_now);
         return row(null, 'empty', v_c.retry_after)::regina.claim_outcome;
     elsif i_q.window_buffer_seconds > 0
           and i_p.last_push_at > i_now - i_q.window_buffer_seconds * interval '1 second' then
-        return row(null, 'window_buffer',
-                   i_p.last_push_at + i_q.window_buffer_seconds * interval '1 second')::regina.claim_outcome;
+        v_wake := i_p.last_push_at + i_q.window_buffer_seconds * interval '1 second';
+        perform regina._ready_sync(v_c, i_now, v_wake);
+        return row(null, 'window_buffer', v_wake)::regina.claim_outcome;
     end if;
     v_c := regina._expire_head(v_c, i_q, i_now);
 
     select * into v_read
     from regina._pop_read(v_c, i_q, i_p, i_budget, coalesce(i_lease::text, ''), i_now);
     if v_read.o_messages is null then
-        perform regina._cursor_save(v_c);
         select m.created_at + i_q.delayed_processing_seconds * interval '1 second' into v_wake
         from regina.messages m
         where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq and m.seq <> all (v_c.marks)
         order by m.seq limit 1;
+        if v_wake is null and v_c.next_seq < i_p.next_seq then
+            -- Offsets below i_p.next_seq were committed when it was read, and none is left:
+            -- retention removed them. The head moves to the partition's end.
+            v_c.next_seq := i_p.next_seq;
+            v_c.marks := '{}';
+            v_c.head_attempts := 0;
+            v_c.head_error := null;
+        end if;
+        perform regina._cursor_save(v_c, i_now, v_wake);
         return row(null, 'empty', v_wake)::regina.claim_outcome;
     end if;
 
@@ -216,7 +239,7 @@ begin
         v_c.lease_end_seq := v_read.o_last;
         v_c.lease_marks := '{}';
     end if;
-    perform regina._cursor_save(v_c);
+    perform regina._cursor_save(v_c, i_now);
     return row(v_read.o_messages, null, null)::regina.claim_outcome;
 end
 $$;
@@ -245,18 +268,17 @@ begin
 end
 $$;
 
--- Candidate partitions of a queue for a group, least recently claimed first (starvation-free).
+-- Candidate partitions of a queue for a group: its ready rows that are claimable now, longest
+-- waiting first (starvation-free: a claimed partition that still has work goes to the back).
+-- An index range scan: partitions without work for the group cost nothing.
 create or replace function regina._pop_candidates(i_queue_id bigint, i_group text,
                                                   i_now timestamptz)
 returns setof regina.partitions
 language sql stable as $$
-    select p.* from regina.partitions p
-    left join regina.cursors c on c.partition_id = p.id and c.consumer_group = i_group
-    where p.queue_id = i_queue_id
-      and p.next_seq > coalesce(c.next_seq, 0)
-      and (c.partition_id is null or not c.lease_active or c.lease_expires_at <= i_now)
-      and (c.retry_after is null or c.retry_after <= i_now)
-    order by c.last_claim_at nulls first, p.id
+    select p.* from regina.ready r
+    join regina.partitions p on p.id = r.partition_id
+    where r.queue_id = i_queue_id and r.consumer_group = i_group and r.eligible_at <= i_now
+    order by r.eligible_at, r.partition_id
 $$;
 
 -- One pop request: claims up to `partitions` partitions, `batch` messages in all.
@@ -325,11 +347,9 @@ begin
     if v_claimed = 0 then
         if v_single is null then
             v_wake := least(v_wake, (
-                select min(least(case when c.retry_after > i_now then c.retry_after end,
-                                 case when c.lease_active and c.lease_expires_at > i_now
-                                      then c.lease_expires_at end))
-                from regina.cursors c
-                where c.queue_id = any (v_queues) and c.consumer_group = v_group));
+                select min(r.eligible_at) from regina.ready r
+                where r.queue_id = any (v_queues) and r.consumer_group = v_group
+                  and r.eligible_at > i_now));
         end if;
         return json_build_object('empty', v_reason,
                                  'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end));

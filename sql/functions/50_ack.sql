@@ -162,7 +162,7 @@ begin
         end if;
         if v_key is distinct from v_item.partition_id || '/' || v_item.consumer_group then
             if v_c.partition_id is not null then
-                perform regina._cursor_save(v_c);
+                perform regina._cursor_save(v_c, v_now);
             end if;
             v_key := v_item.partition_id || '/' || v_item.consumer_group;
             select * into v_q from regina.queues q where q.id = v_item.queue_id;
@@ -190,7 +190,7 @@ begin
         end if;
     end loop;
     if v_c.partition_id is not null then
-        perform regina._cursor_save(v_c);
+        perform regina._cursor_save(v_c, v_now);
     end if;
 
     return query
