@@ -70,6 +70,8 @@ pub mod defaults {
     pub const BATCH_HOLD_US: u64 = 0;
     /// `BATCH_REQUESTS_MAX`, requests per database call.
     pub const BATCH_REQUESTS_MAX: usize = 1_000;
+    /// `BATCH_ITEMS_MAX`, push items, acks or requested pop messages per database call.
+    pub const BATCH_ITEMS_MAX: usize = 2_000;
     /// `LEASE_SWEEP_INTERVAL_MS`, milliseconds.
     pub const LEASE_SWEEP_INTERVAL_MS: u64 = 1_000;
 }
@@ -254,6 +256,12 @@ pub struct Config {
     #[arg(long, env = "BATCH_REQUESTS_MAX", default_value_t = defaults::BATCH_REQUESTS_MAX,
           value_parser = parse_positive_usize)]
     pub batch_requests_max: usize,
+    /// Push items, acknowledgements or requested pop messages (`batch`) fused into one database
+    /// call; a single larger request still goes alone. Bounds the buffers each pooled connection
+    /// keeps. Default 2 000.
+    #[arg(long, env = "BATCH_ITEMS_MAX", default_value_t = defaults::BATCH_ITEMS_MAX,
+          value_parser = parse_positive_usize)]
+    pub batch_items_max: usize,
     /// Period of the leader's expired-lease sweep, milliseconds. Default 1 000.
     #[arg(long, env = "LEASE_SWEEP_INTERVAL_MS", default_value_t = defaults::LEASE_SWEEP_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -301,6 +309,7 @@ impl Default for Config {
             longpoll_recheck_ms: d::LONGPOLL_RECHECK_MS,
             batch_hold_us: d::BATCH_HOLD_US,
             batch_requests_max: d::BATCH_REQUESTS_MAX,
+            batch_items_max: d::BATCH_ITEMS_MAX,
             lease_sweep_interval_ms: d::LEASE_SWEEP_INTERVAL_MS,
         }
     }

@@ -1,8 +1,11 @@
 //! A small pool of pipelined PostgreSQL connections that repairs itself.
 //!
 //! tokio-postgres pipelines concurrent statements on one `Client`, so a handful of connections
-//! serve many concurrent batches; callers share connections round-robin instead of checking them
-//! out. A broken connection is replaced on demand, one connect attempt per slot at a time.
+//! serve many concurrent batches; callers share connections instead of checking them out. A call
+//! takes the first idle connection in slot order (else the least busy one), so the connections
+//! beyond what the load needs stay idle and keep small buffers: the driver keeps each
+//! connection's buffers at the largest size they ever had. A broken connection is replaced on
+//! demand, one connect attempt per slot at a time.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -263,19 +266,28 @@ impl Db {
         conn.query(stmt, params).await
     }
 
-    /// A healthy connection, reconnecting one if none is, within `DB_CONNECTION_TIMEOUT`.
+    /// A healthy connection, reconnecting one if none is, within `DB_CONNECTION_TIMEOUT`: the
+    /// first idle one in slot order, else the one with the fewest statements in flight.
     pub(crate) async fn conn(&self) -> Result<Arc<Conn>, DbError> {
         let slots = &self.inner.slots;
-        let start = self.inner.next.fetch_add(1, Ordering::Relaxed) % slots.len();
-        for offset in 0..slots.len() {
-            let index = (start + offset) % slots.len();
-            if let Some(conn) = slots[index].healthy() {
-                if offset > 0 {
-                    self.repair_in_background(start);
-                }
+        let mut least_busy: Option<(usize, Arc<Conn>)> = None;
+        for (index, slot) in slots.iter().enumerate() {
+            let Some(conn) = slot.healthy() else {
+                self.repair_in_background(index);
+                continue;
+            };
+            let busy = conn.in_flight.load(Ordering::Relaxed);
+            if busy == 0 {
                 return Ok(conn);
             }
+            if least_busy.as_ref().is_none_or(|(fewest, _)| busy < *fewest) {
+                least_busy = Some((busy, conn));
+            }
         }
+        if let Some((_, conn)) = least_busy {
+            return Ok(conn);
+        }
+        let start = self.inner.next.fetch_add(1, Ordering::Relaxed) % slots.len();
         let _waiting = Counted::new(&self.inner.waiting);
         match tokio::time::timeout(self.inner.settings.connect_timeout(), self.reconnect(start))
             .await

@@ -23,6 +23,13 @@ pub(crate) trait BatchOp: Send + Sync + 'static {
     /// Name in logs and spans.
     const NAME: &'static str;
 
+    /// The request's share of `BATCH_ITEMS_MAX`: the rows it sends or may receive (push items,
+    /// acks, a pop's `batch`). Caps the size of one call, hence the buffers a pooled connection
+    /// keeps at its largest size for as long as it lives.
+    fn weight(_request: &Self::Request) -> usize {
+        1
+    }
+
     /// Runs one call for `requests` and answers each, in order.
     ///
     /// # Errors
@@ -50,6 +57,9 @@ pub(crate) struct BatchSettings {
     pub(crate) slots: usize,
     /// Requests fused into one call at most (`BATCH_REQUESTS_MAX`).
     pub(crate) requests_max: usize,
+    /// Total [`BatchOp::weight`] of one call at most (`BATCH_ITEMS_MAX`); a single heavier
+    /// request still goes out, alone.
+    pub(crate) items_max: usize,
     /// Optional wait for more requests before sending (`BATCH_HOLD_US`).
     pub(crate) hold: Duration,
 }
@@ -95,23 +105,36 @@ async fn dispatch<O: BatchOp>(
     mut receiver: mpsc::UnboundedReceiver<Job<O>>,
 ) {
     let slots = Arc::new(Semaphore::new(settings.slots.max(1)));
+    // A request that did not fit the previous call opens the next one.
+    let mut carried: Option<Job<O>> = None;
     loop {
         // Wait for a free slot first: while all are busy, requests pile up and fuse.
         let Ok(permit) = slots.clone().acquire_owned().await else {
             return;
         };
-        let Some(first) = receiver.recv().await else {
-            return;
+        let first = match carried.take() {
+            Some(job) => job,
+            None => match receiver.recv().await {
+                Some(job) => job,
+                None => return,
+            },
         };
         if !settings.hold.is_zero() {
             tokio::time::sleep(settings.hold).await;
         }
+        let mut weight = O::weight(&first.request);
         let mut jobs = vec![first];
         while jobs.len() < settings.requests_max.max(1) {
-            match receiver.try_recv() {
-                Ok(job) => jobs.push(job),
-                Err(_) => break,
+            let Ok(job) = receiver.try_recv() else {
+                break;
+            };
+            let job_weight = O::weight(&job.request);
+            if weight + job_weight > settings.items_max {
+                carried = Some(job);
+                break;
             }
+            weight += job_weight;
+            jobs.push(job);
         }
         // Requesters that already left need no database work.
         jobs.retain(|job| !job.reply.is_closed());

@@ -40,6 +40,7 @@ impl Engine {
         let settings = |slots| BatchSettings {
             slots,
             requests_max: config.batch_requests_max,
+            items_max: config.batch_items_max,
             hold: Duration::from_micros(config.batch_hold_us),
         };
         Engine {

@@ -74,6 +74,10 @@ impl BatchOp for PushOp {
     type Response = Vec<String>;
     const NAME: &'static str = "push";
 
+    fn weight(request: &PushRequest) -> usize {
+        request.count
+    }
+
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
         let items = json_array(requests.iter().map(|r| r.items.as_str()));
         let payloads = json_array(requests.iter().map(|r| r.payloads.as_str()));
@@ -98,6 +102,8 @@ impl BatchOp for PushOp {
 pub(crate) struct PopRequest {
     /// The JSON object.
     pub(crate) json: String,
+    /// Its `batch`: the most messages it can bring back.
+    pub(crate) batch: usize,
 }
 
 /// What one pop attempt produced.
@@ -158,6 +164,10 @@ impl BatchOp for PopOp {
     type Response = PopOutcome;
     const NAME: &'static str = "pop";
 
+    fn weight(request: &PopRequest) -> usize {
+        request.batch
+    }
+
     async fn call(&self, db: &Db, requests: &[&PopRequest]) -> Result<Vec<PopOutcome>, DbError> {
         let body = json_array(requests.iter().map(|r| r.json.as_str()));
         let rows = db.pop(&body).await?;
@@ -212,6 +222,10 @@ impl BatchOp for AckOp {
     type Request = AckRequest;
     type Response = Vec<String>;
     const NAME: &'static str = "ack";
+
+    fn weight(request: &AckRequest) -> usize {
+        request.count
+    }
 
     async fn call(&self, db: &Db, requests: &[&AckRequest]) -> Result<Vec<Vec<String>>, DbError> {
         let items = json_array(requests.iter().map(|r| r.items.as_str()));

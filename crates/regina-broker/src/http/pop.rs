@@ -174,7 +174,8 @@ async fn pop(
     let answer = if params.wait && params.timeout_ms > 0 {
         long_poll(shared, &params, &json).await?
     } else {
-        match shared.engine.pop(PopRequest { json }).await? {
+        let batch = params.batch as usize;
+        match shared.engine.pop(PopRequest { json, batch }).await? {
             PopOutcome::Delivered { body, .. } => Ok(body),
             PopOutcome::Empty { reason, .. } => Err(reason),
         }
@@ -213,6 +214,7 @@ async fn long_poll(
             .engine
             .pop(PopRequest {
                 json: json.to_owned(),
+                batch: params.batch as usize,
             })
             .await
         {

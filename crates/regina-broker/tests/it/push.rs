@@ -347,3 +347,57 @@ async fn payload_strings_with_nul_characters_round_trip() {
     let pop = api.pop("nul", "").await;
     assert_eq!(pop.data(), vec![json!({"s": "a\u{0}b"})]);
 }
+
+/// `BATCH_ITEMS_MAX` caps how many items one database call carries: concurrent pushes are split
+/// over several calls (a request that does not fit opens the next one, none is dropped), and a
+/// single request above the cap still goes, alone. Per-partition order holds throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pushes_split_over_calls_by_item_cap_lose_nothing_and_keep_order() {
+    let (_b, api) = crate::support::start_with(|c| c.batch_items_max = 5).await;
+    let barrier = Arc::new(Barrier::new(21));
+    let tasks: Vec<_> = (0..21)
+        .map(|i| {
+            let api = Api {
+                base: api.base.clone(),
+                http: regina_testkit::http(),
+            };
+            let barrier = barrier.clone();
+            // Twenty requests of 3 items (at most one fits beside another under the cap) and
+            // one of 40, each to its own partition, sequence numbers in the payload.
+            let n = if i == 20 { 40 } else { 3 };
+            let items: Vec<Value> = (0..n)
+                .map(|s| json!({"queue": "capped", "partition": format!("p{i}"), "payload": {"s": s}}))
+                .collect();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                api.push(Value::Array(items)).await
+            })
+        })
+        .collect();
+    for task in tasks {
+        let r = task.await.expect("task");
+        assert_eq!(r.status, 201, "{r:?}");
+        assert!(r
+            .body
+            .as_array()
+            .expect("array")
+            .iter()
+            .all(|e| e["status"] == "queued"));
+    }
+    for i in 0..21 {
+        let r = api
+            .get(&format!(
+                "/api/v1/pop/queue/capped/partition/p{i}?batch=100&autoAck=true"
+            ))
+            .await;
+        assert_eq!(r.status, 200, "{r:?}");
+        let seqs: Vec<i64> = r.body["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["data"]["s"].as_i64().expect("s"))
+            .collect();
+        let expected: Vec<i64> = (0..if i == 20 { 40 } else { 3 }).collect();
+        assert_eq!(seqs, expected, "partition p{i}");
+    }
+}
