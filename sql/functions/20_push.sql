@@ -31,30 +31,33 @@ begin
 end
 $$;
 
--- Resolves every item to its partition, creating what is missing (see partitions_ensure: the
--- broker has usually done that already, so this is the fallback for pushes made from SQL).
--- Payloads travel beside the items, as elements of a `json` array: reading a field of a `json`
--- value would de-escape every string in it (and refuse U+0000), whereas array elements come out
--- verbatim. Without i_payloads, each item's own `payload` is used (convenient from SQL).
+-- Resolves every item to its partition, creating what is missing first when some item names a
+-- queue or partition that does not exist (see partitions_ensure: the broker has usually done that
+-- already, so this is the fallback for pushes made from SQL). Payloads travel beside the items,
+-- as elements of a `json` array: reading a field of a `json` value would de-escape every string
+-- in it (and refuse U+0000), whereas array elements come out verbatim. Without i_payloads, each
+-- item's own `payload` is used (convenient from SQL).
 create or replace function regina._push_resolve(i_items jsonb, i_payloads json)
 returns regina.push_item[]
 language plpgsql as $$
 declare
     v_items regina.push_item[];
 begin
-    perform regina.partitions_ensure(i_items);
-
-    select array_agg(row(
-               (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
-               t.e ->> 'transactionId', (t.e ->> 'messageId')::uuid,
-               nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub',
-               coalesce(pl.payload, (t.e -> 'payload')::json)
-           )::regina.push_item order by t.ord)
-    into v_items
-    from jsonb_array_elements(i_items) with ordinality t(e, ord)
-    left join json_array_elements(i_payloads) with ordinality pl(payload, ord) on pl.ord = t.ord
-    join regina.queues q on q.name = t.e ->> 'queue'
-    join regina.partitions p on p.queue_id = q.id and p.name = t.e ->> 'partition';
+    for attempt in 1 .. 2 loop
+        select array_agg(row(
+                   (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
+                   t.e ->> 'transactionId', (t.e ->> 'messageId')::uuid,
+                   nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub',
+                   coalesce(pl.payload, (t.e -> 'payload')::json)
+               )::regina.push_item order by t.ord)
+        into v_items
+        from jsonb_array_elements(i_items) with ordinality t(e, ord)
+        left join json_array_elements(i_payloads) with ordinality pl(payload, ord) on pl.ord = t.ord
+        left join regina.queues q on q.name = t.e ->> 'queue'
+        left join regina.partitions p on p.queue_id = q.id and p.name = t.e ->> 'partition';
+        exit when attempt = 2 or not exists (select 1 from unnest(v_items) x where x.partition_id is null);
+        perform regina.partitions_ensure(i_items);
+    end loop;
     return coalesce(v_items, '{}');
 end
 $$;
