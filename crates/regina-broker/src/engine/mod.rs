@@ -19,11 +19,7 @@ use crate::config::Config;
 use crate::db::{Db, DbError};
 use crate::waiters::Waiters;
 
-/// In-flight calls per kind: enough to overlap round trips on the pipelined pool, few enough
-/// that waiting requests fuse into large batches under load.
-const PUSH_SLOTS: usize = 4;
-const POP_SLOTS: usize = 4;
-const ACK_SLOTS: usize = 4;
+/// In-flight lease-extension calls (rare, small).
 const EXTEND_SLOTS: usize = 2;
 
 /// The batchers of the hot operations.
@@ -50,21 +46,21 @@ impl Engine {
                     announcer: Announcer::start(db.clone()),
                 }),
                 db.clone(),
-                settings(PUSH_SLOTS),
+                settings(config.db_calls_push),
             ),
             pop: Batcher::start(
                 Arc::new(PopOp {
                     waiters: waiters.clone(),
                 }),
                 db.clone(),
-                settings(POP_SLOTS),
+                settings(config.db_calls_pop),
             ),
             ack: Batcher::start(
                 Arc::new(AckOp {
                     waiters: waiters.clone(),
                 }),
                 db.clone(),
-                settings(ACK_SLOTS),
+                settings(config.db_calls_ack),
             ),
             extend: Batcher::start(Arc::new(ExtendOp), db.clone(), settings(EXTEND_SLOTS)),
         }
