@@ -5,10 +5,10 @@
 -- message committed to the partition before us.
 
 -- Creates the queues and partitions named by the items (`[{queue, partition}, ...]`), if
--- missing, in name order. A push transaction that created partitions would hold them until commit
--- while it waits for other partitions' locks, and two such pushes can deadlock; so the broker
--- calls this first, in its own short transaction, for partitions it has not seen yet. Creating
--- in one global order (queues by name, then partitions by queue and name) cannot deadlock.
+-- missing, in name order. A push transaction holds the partitions it created until commit, so
+-- two pushes creating partitions in different orders would deadlock; creating in one global
+-- order (queues by name, then partitions by queue and name) cannot. A transaction waiting here
+-- holds only rows it created earlier in that order, and the id-ordered row locks come after.
 create or replace function regina.partitions_ensure(i_items jsonb) returns void
 language plpgsql as $$
 begin
@@ -31,9 +31,8 @@ begin
 end
 $$;
 
--- Resolves every item to its partition, creating what is missing first when some item names a
--- queue or partition that does not exist (see partitions_ensure: the broker has usually done that
--- already, so this is the fallback for pushes made from SQL). Payloads travel beside the items,
+-- Resolves every item to its partition, creating what is missing (partitions_ensure) only when
+-- some item names a queue or partition that does not exist yet. Payloads travel beside the items,
 -- as elements of a `json` array: reading a field of a `json` value would de-escape every string
 -- in it (and refuse U+0000), whereas array elements come out verbatim. Without i_payloads, each
 -- item's own `payload` is used (convenient from SQL).
