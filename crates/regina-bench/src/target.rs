@@ -1,0 +1,570 @@
+//! The two systems a scenario can drive with the same work: the broker over HTTP/1.1 keep-alive
+//! connections, or the broker's own SQL functions called directly (`raw`, the ceiling).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context as _};
+use bytes::Bytes;
+use http_body_util::{BodyExt as _, Full};
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use tokio::net::TcpStream;
+use tokio_postgres::{Client, NoTls};
+use uuid::Uuid;
+
+/// One message to push.
+#[derive(Clone, Debug)]
+pub struct Item {
+    /// Queue name.
+    pub queue: String,
+    /// Partition name.
+    pub partition: String,
+    /// Payload (JSON object text).
+    pub payload: String,
+}
+
+/// One delivered message.
+#[derive(Clone, Debug)]
+pub struct Delivery {
+    /// Partition name.
+    pub partition: String,
+    /// Partition UUID (for acks).
+    pub partition_id: String,
+    /// Transaction id (for acks).
+    pub transaction_id: String,
+    /// Lease id ("" with autoAck).
+    pub lease_id: String,
+    /// The payload.
+    pub data: Value,
+}
+
+/// One acknowledgement.
+#[derive(Clone, Debug)]
+pub struct Ack {
+    /// From the delivery.
+    pub transaction_id: String,
+    /// From the delivery.
+    pub partition_id: String,
+    /// From the delivery.
+    pub lease_id: String,
+    /// `completed`, `failed`, `dlq`, `retry`.
+    pub status: &'static str,
+}
+
+/// A pop request.
+#[derive(Clone, Debug)]
+pub struct Pop {
+    /// Queue name.
+    pub queue: String,
+    /// Consumer group (None: queue mode).
+    pub group: Option<String>,
+    /// Messages at most.
+    pub batch: u32,
+    /// Partitions claimed at most.
+    pub partitions: u32,
+    /// Long-poll deadline (broker only; 0: answer at once).
+    pub wait_ms: u64,
+    /// autoAck.
+    pub auto_ack: bool,
+}
+
+/// Which system to drive.
+#[derive(Clone, Debug)]
+pub enum TargetKind {
+    /// HTTP base URL of a broker.
+    Broker(String),
+    /// The database URL; the number of connections to share among virtual users.
+    Raw(String, usize),
+}
+
+impl TargetKind {
+    /// `broker` or `raw`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TargetKind::Broker(_) => "broker",
+            TargetKind::Raw(..) => "raw",
+        }
+    }
+}
+
+/// Shared state from which each virtual user gets its own [`Session`].
+#[derive(Clone)]
+pub enum Target {
+    /// HTTP: each session opens its own connection.
+    Broker(Arc<str>),
+    /// SQL: sessions share a fixed set of connections, round-robin.
+    Raw(Arc<RawPool>),
+}
+
+/// The raw target's connections.
+pub struct RawPool {
+    clients: Vec<Client>,
+    next: AtomicUsize,
+}
+
+impl Target {
+    /// Connects what the target needs up front (the raw pool).
+    ///
+    /// # Errors
+    /// The database cannot be reached.
+    pub async fn open(kind: &TargetKind) -> anyhow::Result<Target> {
+        Ok(match kind {
+            TargetKind::Broker(url) => Target::Broker(Arc::from(url.trim_end_matches('/'))),
+            TargetKind::Raw(database_url, connections) => {
+                let mut clients = Vec::new();
+                for _ in 0..(*connections).max(1) {
+                    let (client, connection) = tokio_postgres::connect(database_url, NoTls)
+                        .await
+                        .context("raw target: connect")?;
+                    tokio::spawn(connection);
+                    client
+                        .batch_execute("set statement_timeout = 60000")
+                        .await?;
+                    clients.push(client);
+                }
+                Target::Raw(Arc::new(RawPool {
+                    clients,
+                    next: AtomicUsize::new(0),
+                }))
+            }
+        })
+    }
+
+    /// A session for one virtual user.
+    pub fn session(&self) -> Session {
+        match self {
+            Target::Broker(base) => Session::Broker(HttpConn {
+                base: base.clone(),
+                sender: None,
+            }),
+            Target::Raw(pool) => {
+                let index = pool.next.fetch_add(1, Ordering::Relaxed) % pool.clients.len();
+                Session::Raw(pool.clone(), index)
+            }
+        }
+    }
+}
+
+/// One virtual user's channel to the target.
+pub enum Session {
+    /// A keep-alive HTTP/1.1 connection (opened on first use, reopened after an error).
+    Broker(HttpConn),
+    /// A connection of the raw pool.
+    Raw(Arc<RawPool>, usize),
+}
+
+/// A keep-alive HTTP/1.1 connection.
+pub struct HttpConn {
+    base: Arc<str>,
+    sender: Option<SendRequest<Full<Bytes>>>,
+}
+
+impl HttpConn {
+    async fn connect(&mut self) -> anyhow::Result<&mut SendRequest<Full<Bytes>>> {
+        if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
+            let authority = self
+                .base
+                .strip_prefix("http://")
+                .ok_or_else(|| anyhow!("only http:// URLs are supported"))?
+                .to_owned();
+            let stream = TcpStream::connect(&authority)
+                .await
+                .with_context(|| format!("connect {authority}"))?;
+            stream.set_nodelay(true)?;
+            let (sender, connection) =
+                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+            tokio::spawn(connection);
+            self.sender = Some(sender);
+        }
+        self.sender.as_mut().ok_or_else(|| anyhow!("no connection"))
+    }
+
+    /// Sends one request; returns status and body.
+    async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> anyhow::Result<(u16, Bytes)> {
+        let authority = self.base.trim_start_matches("http://").to_owned();
+        let sender = self.connect().await?;
+        sender.ready().await?;
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", authority);
+        if body.is_some() {
+            request = request.header("content-type", "application/json");
+        }
+        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
+        let result = async {
+            let response = sender.send_request(request).await?;
+            let status = response.status().as_u16();
+            let body = response.into_body().collect().await?.to_bytes();
+            Ok::<_, anyhow::Error>((status, body))
+        }
+        .await;
+        if result.is_err() {
+            self.sender = None;
+        }
+        result
+    }
+}
+
+fn raw_items(items: &[Item]) -> (String, String) {
+    let mut meta = Vec::with_capacity(items.len());
+    let mut payloads = String::from("[");
+    for (i, item) in items.iter().enumerate() {
+        meta.push(json!({
+            "queue": item.queue,
+            "partition": item.partition,
+            "transactionId": Uuid::new_v4().to_string(),
+            "messageId": Uuid::now_v7().to_string(),
+        }));
+        if i > 0 {
+            payloads.push(',');
+        }
+        payloads.push_str(&item.payload);
+    }
+    payloads.push(']');
+    (Value::Array(meta).to_string(), payloads)
+}
+
+fn deliveries(body: &Value) -> Vec<Delivery> {
+    body["messages"]
+        .as_array()
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|m| Delivery {
+                    partition: m["partition"].as_str().unwrap_or_default().to_owned(),
+                    partition_id: m["partitionId"].as_str().unwrap_or_default().to_owned(),
+                    transaction_id: m["transactionId"].as_str().unwrap_or_default().to_owned(),
+                    lease_id: m["leaseId"].as_str().unwrap_or_default().to_owned(),
+                    data: m["data"].clone(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn ack_json(acks: &[Ack], group: Option<&str>) -> Value {
+    Value::Array(
+        acks.iter()
+            .map(|a| {
+                json!({
+                    "transactionId": a.transaction_id,
+                    "partitionId": a.partition_id,
+                    "leaseId": if a.lease_id.is_empty() { Value::Null } else { json!(a.lease_id) },
+                    "status": a.status,
+                    "consumerGroup": group,
+                    "error": if a.status == "completed" { Value::Null } else { json!("bench") },
+                })
+            })
+            .collect(),
+    )
+}
+
+impl Session {
+    fn raw(&self) -> Option<&Client> {
+        match self {
+            Session::Raw(pool, index) => pool.clients.get(*index),
+            Session::Broker(_) => None,
+        }
+    }
+
+    /// Creates or reconfigures a queue.
+    ///
+    /// # Errors
+    /// Transport error or a non-2xx answer.
+    pub async fn configure(&mut self, queue: &str, options: Value) -> anyhow::Result<()> {
+        let body = json!({"queue": queue, "options": options});
+        match self {
+            Session::Broker(conn) => {
+                let (status, text) = conn
+                    .send(
+                        "POST",
+                        "/api/v1/configure",
+                        Some(body.to_string().into_bytes()),
+                    )
+                    .await?;
+                if status >= 300 {
+                    bail!(
+                        "configure {queue}: {status} {}",
+                        String::from_utf8_lossy(&text)
+                    );
+                }
+            }
+            Session::Raw(..) => {
+                let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
+                client
+                    .query(
+                        "select regina.configure($1::text::jsonb)",
+                        &[&body.to_string()],
+                    )
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Pushes items in one request (one SQL call for `raw`); returns how many were queued.
+    ///
+    /// # Errors
+    /// Transport error or a non-201 answer.
+    pub async fn push(&mut self, items: &[Item]) -> anyhow::Result<usize> {
+        match self {
+            Session::Broker(conn) => {
+                let mut body = String::from("{\"items\":[");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        body.push(',');
+                    }
+                    body.push_str(&format!(
+                        "{{\"queue\":{},\"partition\":{},\"payload\":{}}}",
+                        Value::from(item.queue.as_str()),
+                        Value::from(item.partition.as_str()),
+                        item.payload
+                    ));
+                }
+                body.push_str("]}");
+                let (status, text) = conn
+                    .send("POST", "/api/v1/push", Some(body.into_bytes()))
+                    .await?;
+                if status != 201 {
+                    bail!("push: {status} {}", String::from_utf8_lossy(&text));
+                }
+                let entries: Value = serde_json::from_slice(&text)?;
+                Ok(entries
+                    .as_array()
+                    .map(|e| e.iter().filter(|e| e["status"] == "queued").count())
+                    .unwrap_or(0))
+            }
+            Session::Raw(..) => {
+                let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
+                let (meta, payloads) = raw_items(items);
+                let rows = client
+                    .query(
+                        "select result::text from regina.push($1::text::jsonb, $2::text::json)",
+                        &[&meta, &payloads],
+                    )
+                    .await?;
+                let mut queued = 0;
+                for row in rows {
+                    let entry: Value = serde_json::from_str(&row.get::<_, String>(0))?;
+                    queued += usize::from(entry["status"] == "queued");
+                }
+                Ok(queued)
+            }
+        }
+    }
+
+    /// Pops; an empty answer is an empty vector.
+    ///
+    /// # Errors
+    /// Transport error or an unexpected status.
+    pub async fn pop(&mut self, pop: &Pop) -> anyhow::Result<Vec<Delivery>> {
+        match self {
+            Session::Broker(conn) => {
+                let mut path = format!(
+                    "/api/v1/pop/queue/{}?batch={}&partitions={}&autoAck={}",
+                    pop.queue, pop.batch, pop.partitions, pop.auto_ack
+                );
+                if let Some(group) = &pop.group {
+                    path.push_str(&format!("&consumerGroup={group}"));
+                }
+                if pop.wait_ms > 0 {
+                    path.push_str(&format!("&wait=true&timeout={}", pop.wait_ms));
+                }
+                let (status, text) = conn.send("GET", &path, None).await?;
+                match status {
+                    200 => Ok(deliveries(&serde_json::from_slice(&text)?)),
+                    204 => Ok(Vec::new()),
+                    _ => bail!("pop: {status} {}", String::from_utf8_lossy(&text)),
+                }
+            }
+            Session::Raw(..) => {
+                let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
+                let request = json!([{
+                    "queue": pop.queue, "partition": null, "namespace": null, "task": null,
+                    "consumerGroup": pop.group, "batch": pop.batch, "partitions": pop.partitions,
+                    "autoAck": pop.auto_ack, "subscriptionMode": null, "subscriptionFrom": null,
+                    "leaseId": Uuid::now_v7().to_string(),
+                }]);
+                let rows = client
+                    .query(
+                        "select result::text from regina.pop($1::text::jsonb)",
+                        &[&request.to_string()],
+                    )
+                    .await?;
+                let mut out = Vec::new();
+                for row in rows {
+                    let body: Value = serde_json::from_str(&row.get::<_, String>(0))?;
+                    out.extend(deliveries(&body));
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// Acknowledges in one request (`/ack/batch`; one `regina.ack` call for `raw`).
+    ///
+    /// # Errors
+    /// Transport error or a non-200 answer.
+    pub async fn ack(&mut self, acks: &[Ack], group: Option<&str>) -> anyhow::Result<()> {
+        if acks.is_empty() {
+            return Ok(());
+        }
+        let items = ack_json(acks, group);
+        match self {
+            Session::Broker(conn) => {
+                let body = json!({"acknowledgments": items, "consumerGroup": group});
+                let (status, text) = conn
+                    .send(
+                        "POST",
+                        "/api/v1/ack/batch",
+                        Some(body.to_string().into_bytes()),
+                    )
+                    .await?;
+                if status != 200 {
+                    bail!("ack: {status} {}", String::from_utf8_lossy(&text));
+                }
+            }
+            Session::Raw(..) => {
+                let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
+                client
+                    .query(
+                        "select idx from regina.ack($1::text::jsonb)",
+                        &[&items.to_string()],
+                    )
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Acks `acks` and pushes `items` atomically: `POST /api/v1/transaction` (when the broker
+    /// has it), one SQL transaction for `raw`. Returns false when the broker has no such route.
+    ///
+    /// # Errors
+    /// Transport error or a failed transaction.
+    pub async fn transaction(
+        &mut self,
+        acks: &[Ack],
+        group: Option<&str>,
+        items: &[Item],
+    ) -> anyhow::Result<bool> {
+        match self {
+            Session::Broker(conn) => {
+                let mut operations: Vec<Value> = acks
+                    .iter()
+                    .map(|a| {
+                        json!({"type": "ack", "transactionId": a.transaction_id, "leaseId": a.lease_id,
+                               "partitionId": a.partition_id, "status": a.status,
+                               "consumerGroup": group})
+                    })
+                    .collect();
+                for item in items {
+                    let payload: Value = serde_json::from_str(&item.payload)?;
+                    operations.push(json!({"type": "push", "items": [{
+                        "queue": item.queue, "partition": item.partition, "payload": payload}]}));
+                }
+                let body = json!({"operations": operations});
+                let (status, text) = conn
+                    .send(
+                        "POST",
+                        "/api/v1/transaction",
+                        Some(body.to_string().into_bytes()),
+                    )
+                    .await?;
+                match status {
+                    200 | 201 => Ok(true),
+                    404 => Ok(false),
+                    _ => bail!("transaction: {status} {}", String::from_utf8_lossy(&text)),
+                }
+            }
+            Session::Raw(..) => {
+                let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
+                let (meta, payloads) = raw_items(items);
+                let acks = ack_json(acks, group).to_string();
+                client.batch_execute("begin").await?;
+                let result = async {
+                    client
+                        .query("select idx from regina.ack($1::text::jsonb)", &[&acks])
+                        .await?;
+                    client
+                        .query(
+                            "select idx from regina.push($1::text::jsonb, $2::text::json)",
+                            &[&meta, &payloads],
+                        )
+                        .await?;
+                    Ok::<_, anyhow::Error>(())
+                }
+                .await;
+                match result {
+                    Ok(()) => client.batch_execute("commit").await?,
+                    Err(e) => {
+                        client.batch_execute("rollback").await?;
+                        return Err(e);
+                    }
+                }
+                Ok(true)
+            }
+        }
+    }
+
+    /// Dead-letter entries of a queue and group (broker: `/api/v1/dlq`; raw: `regina.dlq_list`).
+    ///
+    /// # Errors
+    /// Transport error.
+    pub async fn dlq_count(&mut self, queue: &str, group: &str) -> anyhow::Result<u64> {
+        match self {
+            Session::Broker(conn) => {
+                let path = format!("/api/v1/dlq?queue={queue}&consumerGroup={group}&limit=1");
+                let (status, text) = conn.send("GET", &path, None).await?;
+                if status != 200 {
+                    bail!("dlq: {status} {}", String::from_utf8_lossy(&text));
+                }
+                let body: Value = serde_json::from_slice(&text)?;
+                Ok(body["total"].as_u64().unwrap_or(0))
+            }
+            Session::Raw(..) => {
+                let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
+                let query =
+                    json!({"queue": queue, "consumerGroup": group, "limit": 1, "offset": 0});
+                let row = client
+                    .query_one(
+                        "select regina.dlq_list($1::text::jsonb)::text",
+                        &[&query.to_string()],
+                    )
+                    .await?;
+                let body: Value = serde_json::from_str(&row.get::<_, String>(0))?;
+                Ok(body["total"].as_u64().unwrap_or(0))
+            }
+        }
+    }
+}
+
+/// Waits until `GET /health` answers 200.
+///
+/// # Errors
+/// Not healthy within `within`.
+pub async fn wait_healthy(base: &str, within: Duration) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut conn = HttpConn {
+        base: Arc::from(base.trim_end_matches('/')),
+        sender: None,
+    };
+    loop {
+        if let Ok((200, _)) = conn.send("GET", "/health", None).await {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("broker at {base} not healthy within {within:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
