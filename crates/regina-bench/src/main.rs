@@ -93,6 +93,9 @@ struct Common {
     /// Stop producing after this many messages.
     #[arg(long)]
     messages: Option<u64>,
+    /// Backlog pushed before the pop+ack scenario measures (overrides the scenario's).
+    #[arg(long)]
+    prefill: Option<u64>,
     /// Longest drain after producers stop, seconds.
     #[arg(long)]
     drain: Option<f64>,
@@ -153,6 +156,9 @@ impl Common {
         }
         if let Some(m) = self.messages {
             plan.messages = Some(m);
+        }
+        if let Some(p) = self.prefill {
+            plan.prefill = p;
         }
         if let Some(d) = self.drain {
             plan.drain = Duration::from_secs_f64(d);

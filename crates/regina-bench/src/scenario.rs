@@ -94,10 +94,9 @@ pub struct Plan {
     pub messages: Option<u64>,
     /// Push-only: verify what the database holds instead of deliveries.
     pub verify_db: bool,
+    /// Queue names start with this (unique per run, so runs can share a database).
+    pub tag: String,
 }
-
-const QUEUE: &str = "bench";
-const DOWNSTREAM: &str = "bench-out";
 
 impl Plan {
     fn base(name: &str, description: &str) -> Plan {
@@ -121,6 +120,7 @@ impl Plan {
             drain: Duration::from_secs(60),
             messages: None,
             verify_db: false,
+            tag: "bench".to_owned(),
         }
     }
 
@@ -262,10 +262,14 @@ impl Plan {
 
     fn queue(&self, q: usize) -> String {
         if self.queues == 1 {
-            QUEUE.to_owned()
+            self.tag.clone()
         } else {
-            format!("{QUEUE}-{q}")
+            format!("{}-{q}", self.tag)
         }
+    }
+
+    fn downstream(&self) -> String {
+        format!("{}-out", self.tag)
     }
 
     fn lanes_total(&self) -> usize {
@@ -389,7 +393,7 @@ async fn consumer(shared: Arc<Shared>, mut session: Session, group: GroupPlan) {
     let plan = &shared.plan;
     let key = group.key();
     let pop = Pop {
-        queue: QUEUE.to_owned(),
+        queue: plan.queue(0),
         group: group.name.clone(),
         batch: plan.pop_batch,
         partitions: plan.pop_partitions,
@@ -472,7 +476,7 @@ async fn consumer(shared: Arc<Shared>, mut session: Session, group: GroupPlan) {
         let mut completed = acks.iter().filter(|a| a.status == "completed").count() as u64;
         for (ack, d, key_ls) in forwards {
             let item = Item {
-                queue: DOWNSTREAM.to_owned(),
+                queue: shared.plan.downstream(),
                 partition: d.partition.clone(),
                 payload: d.data.to_string(),
             };
@@ -530,7 +534,7 @@ async fn consumer(shared: Arc<Shared>, mut session: Session, group: GroupPlan) {
 
 async fn downstream(shared: Arc<Shared>, mut session: Session) {
     let pop = Pop {
-        queue: DOWNSTREAM.to_owned(),
+        queue: shared.plan.downstream(),
         group: None,
         batch: 100,
         partitions: 10,
@@ -578,6 +582,14 @@ pub async fn run(
 ) -> anyhow::Result<RunReport> {
     let target = Target::open(kind).await?;
     let raw = matches!(kind, TargetKind::Raw(..));
+    let plan = &Plan {
+        tag: format!(
+            "bench-{}-{}",
+            kind.name(),
+            &uuid::Uuid::new_v4().simple().to_string()[..6]
+        ),
+        ..plan.clone()
+    };
     let shared = Arc::new(Shared {
         plan: plan.clone(),
         stats: Stats::new(),
@@ -598,7 +610,7 @@ pub async fn run(
     }
     let forwarding = plan.groups.iter().any(|g| g.forward_ratio > 0.0);
     if forwarding {
-        setup.configure(DOWNSTREAM, json!({})).await?;
+        setup.configure(&plan.downstream(), json!({})).await?;
     }
     let environment = telemetry::environment(&system.database_url).await?;
 
@@ -723,7 +735,7 @@ pub async fn run(
         while !poison_ok && drain_start.elapsed() < plan.drain {
             let mut all = true;
             for g in &group_keys {
-                if setup.dlq_count(QUEUE, g).await? < shared.ledger.poison() {
+                if setup.dlq_count(&plan.queue(0), g).await? < shared.ledger.poison() {
                     all = false;
                 }
             }
@@ -760,7 +772,7 @@ pub async fn run(
         .map(GroupPlan::key)
         .collect();
     let mut verification = if plan.verify_db {
-        verify_db(&system.database_url, &shared.ledger).await?
+        verify_db(&system.database_url, &shared.ledger, &plan.tag).await?
     } else {
         shared.ledger.verdict(&group_keys, &explained)
     };
@@ -768,7 +780,7 @@ pub async fn run(
         let poison = shared.ledger.poison();
         let mut dead = 0;
         for g in &group_keys {
-            let n = setup.dlq_count(QUEUE, g).await?;
+            let n = setup.dlq_count(&plan.queue(0), g).await?;
             dead += n;
             if n != poison {
                 verification.failures.push(format!(
@@ -906,7 +918,7 @@ async fn producer_once(shared: &Arc<Shared>, session: &mut Session, index: usize
 }
 
 /// Push-only check: the database holds every acknowledged push once, in order per lane.
-async fn verify_db(database_url: &str, ledger: &Ledger) -> anyhow::Result<Verification> {
+async fn verify_db(database_url: &str, ledger: &Ledger, tag: &str) -> anyhow::Result<Verification> {
     let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
     let row = client
@@ -917,8 +929,11 @@ async fn verify_db(database_url: &str, ledger: &Ledger) -> anyhow::Result<Verifi
              from (select (payload->>'s')::bigint as s, payload,
                           lag((payload->>'s')::bigint) over (
                               partition by partition_id, payload->>'l' order by seq) as prev
-                   from regina.messages) x",
-            &[],
+                   from regina.messages
+                   where partition_id in (select p.id from regina.partitions p
+                                          join regina.queues q on q.id = p.queue_id
+                                          where q.name = $1 or q.name like $1 || '-%')) x",
+            &[&tag],
         )
         .await?;
     let (stored, distinct, out_of_order): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));

@@ -204,8 +204,10 @@ impl System {
                 bail!("no database: pass --database-url or let the harness start its cluster")
             }
         };
-        let mut config = regina_broker::Config::default();
-        config.database_url = Some(database_url.clone());
+        let config = regina_broker::Config {
+            database_url: Some(database_url.clone()),
+            ..regina_broker::Config::default()
+        };
         regina_broker::migrate(&config)
             .await
             .context("migrate the benchmark database")?;
