@@ -137,20 +137,24 @@ impl Waiters {
         self.lock().count
     }
 
-    /// A push committed to `partitions` of `queue`: wake one parked waiter per pushed partition
-    /// and group (any-partition waiters) or per matching partition, every waiter that is running
-    /// a pop attempt right now, and every multi-queue waiter.
+    /// A push committed to `partitions` of `queue`: per group, wake one waiter per pushed
+    /// partition (any-partition waiters) or per matching partition — parked waiters first, then
+    /// waiters running a pop attempt right now (which may have read before the commit) — and
+    /// every multi-queue waiter. Waking every running attempt instead would make each push cost
+    /// one pop per consumer of the group.
     pub(crate) fn push_committed(&self, queue: &str, partitions: &[&str]) {
         let mut registry = self.lock();
         if let Some(entries) = registry.queues.get_mut(queue) {
             let mut budgets: HashMap<(Option<String>, String), usize> = HashMap::new();
-            for entry in entries.values_mut() {
-                let budget = match entry.partition.as_deref() {
-                    None => partitions.len(),
-                    Some(p) if partitions.contains(&p) => 1,
-                    Some(_) => continue,
-                };
-                wake_within_budget(entry, &mut budgets, budget);
+            for parked in [true, false] {
+                for entry in entries.values_mut().filter(|e| e.parked == parked) {
+                    let budget = match entry.partition.as_deref() {
+                        None => partitions.len(),
+                        Some(p) if partitions.contains(&p) => 1,
+                        Some(_) => continue,
+                    };
+                    wake_within_budget(entry, &mut budgets, budget);
+                }
             }
         }
         for entry in registry.selectors.values_mut() {
@@ -159,14 +163,19 @@ impl Waiters {
     }
 
     /// A lease of `group` on `queue` ended (ack, sweep, release): its partition may be eligible
-    /// again for that group. Wakes one parked waiter per key and every multi-queue waiter of
-    /// the group.
+    /// again for that group. Wakes one waiter per key (parked first) and every multi-queue waiter
+    /// of the group.
     pub(crate) fn lease_ended(&self, queue: &str, group: &str) {
         let mut registry = self.lock();
         if let Some(entries) = registry.queues.get_mut(queue) {
             let mut budgets = HashMap::new();
-            for entry in entries.values_mut().filter(|e| e.group == group) {
-                wake_within_budget(entry, &mut budgets, 1);
+            for parked in [true, false] {
+                for entry in entries
+                    .values_mut()
+                    .filter(|e| e.group == group && e.parked == parked)
+                {
+                    wake_within_budget(entry, &mut budgets, 1);
+                }
             }
         }
         for entry in registry.selectors.values_mut().filter(|e| e.group == group) {
@@ -235,17 +244,14 @@ impl Waiters {
     }
 }
 
-/// Wakes `entry` if it is running a pop attempt (a permit makes it retry), or if it is parked and
-/// its key still has budget left in this event.
+/// Wakes `entry` if its key still has budget left in this event: a parked waiter retries at
+/// once; one running a pop attempt gets a permit and retries after it. Either way it is marked
+/// chosen, so that if it leaves without retrying, the wake-up passes to another waiter.
 fn wake_within_budget(
     entry: &mut Entry,
     budgets: &mut HashMap<(Option<String>, String), usize>,
     budget: usize,
 ) {
-    if !entry.parked {
-        entry.notify.notify_one();
-        return;
-    }
     let left = budgets
         .entry((entry.partition.clone(), entry.group.clone()))
         .or_insert(budget);

@@ -137,3 +137,16 @@ async fn shutdown_wakes_everyone() {
     assert_eq!(count_woken(&guards, || waiters.shutdown()).await, 2);
     assert!(waiters.is_shutting_down());
 }
+
+#[tokio::test]
+async fn a_push_during_pop_attempts_gives_a_permit_to_one_attempt_per_partition() {
+    let waiters = Arc::new(Waiters::new(100));
+    // Five waiters are all running pop attempts (none parked) when one partition is pushed:
+    // one of them retries, not all five.
+    let guards: Vec<_> = (0..5)
+        .map(|_| waiters.register(queue_key(None, "g")).expect("room"))
+        .collect();
+    waiters.push_committed("q", &["p1"]);
+    let woken = futures::future::join_all(guards.iter().map(woken_soon)).await;
+    assert_eq!(woken.into_iter().filter(|w| *w).count(), 1);
+}
