@@ -65,7 +65,9 @@ create or replace function regina.push(i_items jsonb, i_payloads json default nu
                                        i_notify boolean default false,
                                        i_now timestamptz default null)
 returns table (idx integer, result jsonb)
-language plpgsql as $$
+-- Generic plans: a custom plan per call costs more to make than the statements cost to run
+-- (about 0.4 ms of planning for a one-message push); the plans are index lookups either way.
+language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.push_item[] := regina._push_resolve(i_items, i_payloads);

@@ -365,7 +365,8 @@ $$;
 -- Pop requests of one fused batch, served in arrival order in one transaction.
 create or replace function regina.pop(i_reqs jsonb, i_now timestamptz default null)
 returns table (idx integer, result json)
-language plpgsql as $$
+-- Generic plans, as for regina.push.
+language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_req jsonb;

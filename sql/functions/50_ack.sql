@@ -138,7 +138,8 @@ $$;
 
 create or replace function regina.ack(i_acks jsonb, i_now timestamptz default null)
 returns table (idx integer, result jsonb, wake_queue text, wake_group text)
-language plpgsql as $$
+-- Generic plans, as for regina.push.
+language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_item regina.ack_item;
