@@ -333,8 +333,11 @@ async fn producer(shared: Arc<Shared>, mut session: Session, index: usize, start
     while !shared.stop_producers.load(Ordering::Relaxed) {
         let intended = match per_producer {
             Some(rate) => {
-                let at = start
-                    + Duration::from_secs_f64((sent as f64) / rate * plan.items_per_push as f64);
+                // Producers are phase-shifted so the offered load is even, not bursts of all
+                // producers at the same instants.
+                let interval = plan.items_per_push as f64 / rate;
+                let phase = interval * index as f64 / plan.producers as f64;
+                let at = start + Duration::from_secs_f64(sent as f64 * interval + phase);
                 if at > Instant::now() {
                     tokio::time::sleep_until(at.into()).await;
                 }

@@ -19,6 +19,8 @@ mod waiters;
 
 use std::future::Future;
 
+use axum::serve::ListenerExt as _;
+
 pub use config::{defaults, Config, LogFormat, SubscriptionMode};
 pub use error::Error;
 pub use http::app;
@@ -57,6 +59,13 @@ pub async fn serve(
     let grace = config.shutdown_grace();
     let state = AppState::start(config).await?;
     let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    // Small responses go out at once on keep-alive connections (no Nagle delay behind an
+    // unacknowledged segment).
+    let listener = listener.tap_io(|stream| {
+        if let Err(error) = stream.set_nodelay(true) {
+            tracing::debug!(%error, "TCP_NODELAY not set");
+        }
+    });
     let server = axum::serve(listener, app(state.clone())).with_graceful_shutdown(async move {
         let _ = stopped.changed().await;
     });
