@@ -16,8 +16,9 @@ TEST_PG_DIR := $(TARGET_DIR)/regina-test-pg
 # The development cluster of `regina serve` without database settings.
 DEV_DIR := $(CURDIR)/.regina
 REGINA := $(TARGET_DIR)/release/regina
+BENCH := $(TARGET_DIR)/release/regina-bench
 
-.PHONY: help run build test lint fmt migrate clean-db ensure-postgres
+.PHONY: help run build test lint fmt migrate clean-db ensure-postgres bench bench-sweep bench-smoke
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -53,3 +54,15 @@ clean-db: ## Stop the dev database and delete .regina/
 
 ensure-postgres: ## Install the PostgreSQL binaries (and check cargo) when missing
 	@bash scripts/ensure-postgres.sh
+
+bench: ensure-postgres ## Benchmark matrix, broker vs raw PostgreSQL (minutes; reports in bench/results/<date>-*/)
+	$(CARGO) build --release -p regina -p regina-bench
+	$(BENCH) matrix $(BENCH_ARGS)
+
+bench-sweep: ensure-postgres ## Partition-scaling sweep hi-part-10 … hi-part-100k (reports and curve in bench/results/)
+	$(CARGO) build --release -p regina -p regina-bench
+	$(BENCH) sweep --target broker $(BENCH_ARGS)
+
+bench-smoke: ensure-postgres ## A few seconds of three scenarios on both targets, release build (CI runs a smoke test through cargo test)
+	$(CARGO) build --release -p regina -p regina-bench
+	$(BENCH) run bp-10 cg-5 pop-ack --duration 3 --warmup 1 --prefill 20000 --out $(TARGET_DIR)/bench-smoke

@@ -227,6 +227,8 @@ impl Plan {
                     producers: 500,
                     groups: vec![GroupPlan::named("drain", 20)],
                     pop_partitions: 100,
+                    // The first pushes create the partitions: let that finish before measuring.
+                    warmup: Duration::from_secs(if partitions >= 10_000 { 15 } else { 5 }),
                     ..Plan::base(name, &format!("partition scaling: {partitions} partitions, 500 connections x 1 message, 20 consumers draining (batch 100, 100 partitions per pop)"))
                 }
             }
