@@ -12,6 +12,8 @@ use crate::model::{IntervalSample, ScalingPoint, TelemetrySample};
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 420;
 const PANEL_HEIGHT: u32 = 260;
+/// Lines with at most this many points get a marker at each.
+const MARKED_POINTS_MAX: usize = 30;
 
 /// Wait classes in stacking order (bottom first) with their colours, the same in every chart.
 /// Classes not listed here stack above these in name order, in [`OTHER_COLOR`].
@@ -108,6 +110,16 @@ fn draw_lines(
             .legend(move |(x, y)| {
                 PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(3))
             });
+        // Short runs: mark the samples (a single one would otherwise not show at all).
+        if line.points.len() <= MARKED_POINTS_MAX {
+            chart
+                .draw_series(
+                    line.points
+                        .iter()
+                        .map(|&p| Circle::new(p, 3, color.filled())),
+                )
+                .map_err(err)?;
+        }
     }
     chart
         .configure_series_labels()
@@ -120,20 +132,44 @@ fn draw_lines(
 }
 
 /// A single-panel line chart, or None when no line has data.
-fn line_chart(title: &str, y_desc: &str, lines: &[Line]) -> anyhow::Result<Option<String>> {
-    if !lines.iter().any(Line::has_data) {
+fn line_chart(title: &str, y_desc: &str, lines: Vec<Line>) -> anyhow::Result<Option<String>> {
+    panels_chart(vec![(title, y_desc, lines)])
+}
+
+/// Line charts stacked vertically on one time axis, one per panel with data; None when no panel
+/// has any.
+fn panels_chart(panels: Vec<Panel<'_>>) -> anyhow::Result<Option<String>> {
+    let panels: Vec<Panel<'_>> = panels
+        .into_iter()
+        .filter(|(_, _, lines)| lines.iter().any(Line::has_data))
+        .collect();
+    if panels.is_empty() {
         return Ok(None);
     }
-    let x_max = x_max(lines);
+    let x_max = panels
+        .iter()
+        .map(|(_, _, lines)| x_max(lines))
+        .fold(1.0_f64, f64::max);
+    let height = if panels.len() == 1 {
+        HEIGHT
+    } else {
+        PANEL_HEIGHT * u32::try_from(panels.len()).unwrap_or(1)
+    };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
-        draw_lines(&root, title, y_desc, x_max, lines)?;
+        let areas = root.split_evenly((panels.len(), 1));
+        for (area, (title, y_desc, lines)) in areas.iter().zip(&panels) {
+            draw_lines(area, title, y_desc, x_max, lines)?;
+        }
         root.present().map_err(err)?;
     }
     Ok(Some(svg))
 }
+
+/// A panel: title, y-axis description and its lines.
+type Panel<'a> = (&'a str, &'a str, Vec<Line>);
 
 fn x_max(lines: &[Line]) -> f64 {
     lines
@@ -172,7 +208,7 @@ pub fn throughput(timeline: &[IntervalSample]) -> anyhow::Result<Option<String>>
     line_chart(
         "Throughput",
         "messages/s",
-        &[
+        vec![
             Line::new("pushed", BLUE_DARK, 2, series(|s| s.pushed)),
             Line::new("delivered", GREEN, 2, series(|s| s.delivered)),
             Line::new("acked", ORANGE_DARK, 2, series(|s| s.acked)),
@@ -190,16 +226,24 @@ pub fn latency(timeline: &[IntervalSample]) -> anyhow::Result<Option<String>> {
             .map(|s| (s.t_secs, f(s)))
             .collect()
     };
-    line_chart(
-        "Latency per interval",
-        "milliseconds",
-        &[
-            Line::new("push p50", BLUE_LIGHT, 2, series(|s| s.push_p50_ms)),
-            Line::new("push p99", BLUE_DARK, 2, series(|s| s.push_p99_ms)),
-            Line::new("e2e p50", ORANGE_LIGHT, 2, series(|s| s.e2e_p50_ms)),
-            Line::new("e2e p99", ORANGE_DARK, 2, series(|s| s.e2e_p99_ms)),
-        ],
-    )
+    panels_chart(vec![
+        (
+            "Push latency per interval",
+            "milliseconds",
+            vec![
+                Line::new("push p50", BLUE_LIGHT, 2, series(|s| s.push_p50_ms)),
+                Line::new("push p99", BLUE_DARK, 2, series(|s| s.push_p99_ms)),
+            ],
+        ),
+        (
+            "End-to-end latency per interval (push sent → delivered)",
+            "milliseconds",
+            vec![
+                Line::new("e2e p50", ORANGE_LIGHT, 2, series(|s| s.e2e_p50_ms)),
+                Line::new("e2e p99", ORANGE_DARK, 2, series(|s| s.e2e_p99_ms)),
+            ],
+        ),
+    ])
 }
 
 /// The wait classes of `samples` in stacking order with their colours.
@@ -218,7 +262,7 @@ pub fn wait_classes(samples: &[TelemetrySample]) -> Vec<(String, RGBColor)> {
     out
 }
 
-/// Active sessions by wait class, stacked, one snapshot per sample.
+/// Active sessions by wait class, stacked; each snapshot is drawn over the interval it closes.
 pub fn active_sessions(samples: &[TelemetrySample]) -> anyhow::Result<Option<String>> {
     let classes = wait_classes(samples);
     if classes.is_empty() {
@@ -263,8 +307,19 @@ pub fn active_sessions(samples: &[TelemetrySample]) -> anyhow::Result<Option<Str
             .map_err(err)?;
         for (class, color, lo, hi) in &bands {
             let color = *color;
-            let mut outline: Vec<(f64, f64)> = t.iter().copied().zip(hi.iter().copied()).collect();
-            outline.extend(t.iter().copied().zip(lo.iter().copied()).rev());
+            // Steps: each snapshot holds for the interval it closes.
+            let steps = |values: &[f64]| -> Vec<(f64, f64)> {
+                let mut start = 0.0;
+                let mut out = Vec::with_capacity(2 * values.len());
+                for (&end, &v) in t.iter().zip(values) {
+                    out.push((start, v));
+                    out.push((end, v));
+                    start = end;
+                }
+                out
+            };
+            let mut outline = steps(hi);
+            outline.extend(steps(lo).into_iter().rev());
             chart
                 .draw_series(std::iter::once(Polygon::new(outline, color.filled())))
                 .map_err(err)?
@@ -304,7 +359,7 @@ pub fn resources(samples: &[TelemetrySample]) -> anyhow::Result<Option<String>> 
         .iter()
         .map(|s| (s.t_secs, s.wal_bytes_per_sec / 1e6))
         .collect();
-    let mut panels: Vec<(&str, &str, Vec<Line>)> = vec![(
+    let mut panels: Vec<Panel<'_>> = vec![(
         "CPU",
         "% of one core",
         vec![
@@ -320,19 +375,7 @@ pub fn resources(samples: &[TelemetrySample]) -> anyhow::Result<Option<String>> 
         ));
     }
     panels.push(("WAL written", "MB/s", vec![Line::new("WAL", BROWN, 2, wal)]));
-    let x_max = samples.iter().map(|s| s.t_secs).fold(1.0_f64, f64::max);
-    let height = PANEL_HEIGHT * u32::try_from(panels.len()).unwrap_or(1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(err)?;
-        let areas = root.split_evenly((panels.len(), 1));
-        for (area, (title, y_desc, lines)) in areas.iter().zip(&panels) {
-            draw_lines(area, title, y_desc, x_max, lines)?;
-        }
-        root.present().map_err(err)?;
-    }
-    Ok(Some(svg))
+    panels_chart(panels)
 }
 
 /// Push and delivery rate against the number of partitions (logarithmic), or None without

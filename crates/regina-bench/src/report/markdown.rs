@@ -537,6 +537,24 @@ pub fn summary(runs: &[RunReport], charts: &[Vec<(String, String)>]) -> String {
     };
     let date = first.started_at.get(..10).unwrap_or(&first.started_at);
     let _ = writeln!(out, "# {} — {}\n", first.scenario, date);
+    if let Some(description) = first.settings.get("description").and_then(|d| d.as_str()) {
+        let _ = writeln!(out, "{description}\n");
+    }
+    let env = &first.environment;
+    let postgres = env
+        .postgres_version
+        .split(" on ")
+        .next()
+        .unwrap_or(&env.postgres_version);
+    let _ = writeln!(
+        out,
+        "{} logical CPUs ({}), {} memory; {}; Regina {}. Details under [Environment](#environment).\n",
+        env.cpus,
+        if env.cpu_model.is_empty() { "unknown CPU" } else { &env.cpu_model },
+        format::bytes(env.memory_bytes as f64),
+        if postgres.is_empty() { "PostgreSQL version unknown" } else { postgres },
+        if env.regina_version.is_empty() { "(version unknown)" } else { &env.regina_version },
+    );
     let headers = headers(runs);
     for (run, header) in runs.iter().zip(&headers) {
         let _ = writeln!(
@@ -606,9 +624,14 @@ pub fn summary(runs: &[RunReport], charts: &[Vec<(String, String)>]) -> String {
         }
     }
     out.push_str("## Scenario settings\n\n");
-    for (run, header) in runs.iter().zip(&headers) {
-        let json = serde_json::to_string_pretty(&run.settings).unwrap_or_default();
-        let _ = writeln!(out, "{header}:\n\n```json\n{json}\n```\n");
+    if runs.iter().all(|r| r.settings == first.settings) {
+        let json = serde_json::to_string_pretty(&first.settings).unwrap_or_default();
+        let _ = writeln!(out, "```json\n{json}\n```\n");
+    } else {
+        for (run, header) in runs.iter().zip(&headers) {
+            let json = serde_json::to_string_pretty(&run.settings).unwrap_or_default();
+            let _ = writeln!(out, "{header}:\n\n```json\n{json}\n```\n");
+        }
     }
     out
 }

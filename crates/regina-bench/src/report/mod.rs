@@ -347,6 +347,7 @@ mod tests {
             "| shared_buffers | 128MB |",
             "PostgreSQL 15.6 on x86_64-pc-linux-gnu\n",
             "\"producers\": 4",
+            "2 logical CPUs (Test CPU @ 3.0GHz), 8.00 GB memory; PostgreSQL 15.6; Regina 0.1.0 (abc1234).",
         ] {
             assert!(md.contains(expected), "README.md lacks {expected:?}:\n{md}");
         }

@@ -244,13 +244,21 @@ impl Telemetry {
 }
 
 impl Sampler {
-    /// Samples every `interval` (the first one interval after the start) until `stopped` fires.
+    /// Samples every `interval` (the first one interval after the start) until `stopped` fires,
+    /// then once more if at least half an interval has passed since the last sample.
     async fn run(mut self, interval: Duration, mut stopped: oneshot::Receiver<()>) -> Sampler {
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                _ = &mut stopped => break,
+                _ = &mut stopped => {
+                    // Close the last, partial interval unless it is too short to mean much.
+                    if self.last_at.elapsed() >= interval / 2 {
+                        let sample = self.sample().await;
+                        self.samples.push(sample);
+                    }
+                    break;
+                }
                 _ = tick.tick() => {
                     let sample = self.sample().await;
                     self.samples.push(sample);
