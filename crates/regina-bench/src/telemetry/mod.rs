@@ -30,6 +30,19 @@ use self::procfs::{GroupReading, ProcessReading, Selector};
 /// several seconds or when it disconnects.)
 pub const STATS_SETTLE: Duration = Duration::from_millis(1100);
 
+/// A sample's database query may take at most the sampling interval, and never less than this.
+const QUERY_TIMEOUT_MIN: Duration = Duration::from_secs(1);
+
+/// `query`, failing after `limit`.
+async fn bounded<T>(
+    limit: Duration,
+    query: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    tokio::time::timeout(limit, query)
+        .await
+        .map_err(|_| anyhow::anyhow!("telemetry: no answer within {limit:?}"))?
+}
+
 /// Which processes are PostgreSQL's.
 #[derive(Clone, Debug)]
 pub enum PostgresPids {
@@ -254,13 +267,13 @@ impl Sampler {
                 _ = &mut stopped => {
                     // Close the last, partial interval unless it is too short to mean much.
                     if self.last_at.elapsed() >= interval / 2 {
-                        let sample = self.sample().await;
+                        let sample = self.sample(interval).await;
                         self.samples.push(sample);
                     }
                     break;
                 }
                 _ = tick.tick() => {
-                    let sample = self.sample().await;
+                    let sample = self.sample(interval).await;
                     self.samples.push(sample);
                 }
             }
@@ -270,7 +283,7 @@ impl Sampler {
 
     /// One sample: `/proc` first (cheap, and the interval it closes is the one measured), then
     /// the database.
-    async fn sample(&mut self) -> TelemetrySample {
+    async fn sample(&mut self, interval: Duration) -> TelemetrySample {
         let now = Instant::now();
         let secs = now.duration_since(self.last_at).as_secs_f64();
         self.last_at = now;
@@ -286,7 +299,9 @@ impl Sampler {
         let pg_cpu_pct = procfs::cpu_pct(self.last_pg_ticks, pg.ticks, secs);
         self.last_pg_ticks = pg.ticks;
 
-        let wal_bytes_per_sec = match pgstat::wal_position(&self.client).await {
+        // A slow database must not hold up the sampler (or `finish`, which waits for it).
+        let limit = interval.max(QUERY_TIMEOUT_MIN);
+        let wal_bytes_per_sec = match bounded(limit, pgstat::wal_position(&self.client)).await {
             Ok(wal) => {
                 let rate = match self.last_wal {
                     Some(last) if secs > 0.0 => wal.saturating_sub(last) as f64 / secs,
@@ -302,7 +317,7 @@ impl Sampler {
                 0.0
             }
         };
-        let active_sessions = pgstat::active_sessions(&self.client)
+        let active_sessions = bounded(limit, pgstat::active_sessions(&self.client))
             .await
             .unwrap_or_else(|e| {
                 tracing::warn!(error = %e, "telemetry sample");
