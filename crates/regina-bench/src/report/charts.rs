@@ -81,7 +81,7 @@ fn draw_lines(
         .iter()
         .flat_map(|l| l.points.iter().map(|&(_, y)| y))
         .fold(0.0_f64, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let y_max = if y_max > 0.0 { y_max * 1.25 } else { 1.0 };
     let mut chart = ChartBuilder::on(area)
         .caption(title, ("sans-serif", 18))
         .margin(12)
@@ -392,7 +392,7 @@ pub fn scaling(points: &[ScalingPoint]) -> anyhow::Result<Option<String>> {
         .iter()
         .map(|p| p.push_rate.max(p.deliver_rate))
         .fold(0.0_f64, f64::max);
-    let y_max = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+    let y_max = if y_max > 0.0 { y_max * 1.25 } else { 1.0 };
     let series = [
         (
             "push",
