@@ -630,7 +630,9 @@ pub async fn run(
             rate: None,
             ..plan.clone()
         };
-        let per = fill.prefill / fill.producers as u64 / fill.items_per_push as u64;
+        let per = fill
+            .prefill
+            .div_ceil(fill.producers as u64 * fill.items_per_push as u64);
         let mut fills = Vec::new();
         for i in 0..fill.producers {
             let shared = Arc::clone(&shared);
@@ -711,7 +713,8 @@ pub async fn run(
         let [pushed, delivered, _, _] = shared.stats.totals();
         bar.set_position(elapsed.as_secs());
         bar.set_message(format!("pushed {pushed}  delivered {delivered}"));
-        let drained_early = plan.prefill > 0 && shared.ledger.complete(&group_keys);
+        let drained_early =
+            plan.prefill > 0 && shared.ledger.expected() > 0 && shared.ledger.complete(&group_keys);
         let producers_done = producers > 0 && tasks.iter().all(|t| t.is_finished());
         if elapsed >= plan.warmup + plan.duration || drained_early || producers_done {
             break;
