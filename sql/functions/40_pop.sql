@@ -372,6 +372,13 @@ declare
     v_req jsonb;
     v_ord bigint;
 begin
+    -- A claim that is lost in a database crash is a lease that ended early: its messages are
+    -- delivered again, which at-least-once allows. So a call that only claims does not wait for
+    -- its commit to reach the disk. autoAck settles messages for good (at-most-once): it waits.
+    if not exists (select 1 from jsonb_array_elements(i_reqs) e
+                   where coalesce((e ->> 'autoAck')::boolean, false)) then
+        perform set_config('synchronous_commit', 'off', true);
+    end if;
     for v_req, v_ord in select e, o from jsonb_array_elements(i_reqs) with ordinality t(e, o) loop
         idx := v_ord - 1;
         result := regina._pop_one(v_req, v_now);
