@@ -817,7 +817,13 @@ pub async fn run(
         notes.push(format!(
             "{} messages forwarded through {}; {} arrived downstream, {missing} missing, {twice} more than once",
             forwarded.len(),
-            if shared.transaction_route.load(Ordering::Relaxed) { "POST /api/v1/transaction" } else { "push-then-ack (the broker has no transaction route)" },
+if raw {
+                "one SQL transaction (ack + push)"
+            } else if shared.transaction_route.load(Ordering::Relaxed) {
+                "POST /api/v1/transaction"
+            } else {
+                "push-then-ack (the broker has no transaction route)"
+            },
             arrived.len()
         ));
         if missing > 0 || twice > 0 {
