@@ -166,8 +166,8 @@ impl Common {
         plan
     }
 
-    fn targets(&self, plan: &Plan) -> Vec<bool> {
-        let _ = plan;
+    /// Whether each run drives the broker (true) or raw SQL (false), in order.
+    fn targets(&self) -> Vec<bool> {
         match self.target {
             Which::Broker => vec![true],
             Which::Raw => vec![false],
@@ -294,7 +294,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
         for plan in &plans {
             let dir = common.out.join(format!("{date}-{}", plan.name));
             let mut runs: Vec<RunReport> = Vec::new();
-            for broker in common.targets(plan) {
+            for broker in common.targets() {
                 let system = System::start(&options, cluster.as_ref(), broker).await?;
                 let kind = match (&system.url, broker) {
                     (Some(url), true) => TargetKind::Broker(url.clone()),

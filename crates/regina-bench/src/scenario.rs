@@ -270,6 +270,26 @@ impl Plan {
         }
     }
 
+    /// The message for `seq` of `lane` (written to `slot`): the payload carries what the
+    /// delivery check and the latency measurement need.
+    fn item(
+        &self,
+        slot: usize,
+        lane: u32,
+        seq: u64,
+        sent_us: u64,
+        poison: bool,
+        pad: &str,
+    ) -> Item {
+        Item {
+            queue: self.queue(slot / self.partitions),
+            partition: format!("p{}", slot % self.partitions),
+            payload: format!(
+                "{{\"l\":{lane},\"s\":{seq},\"t\":{sent_us},\"x\":{poison},\"pad\":\"{pad}\"}}"
+            ),
+        }
+    }
+
     fn downstream(&self) -> String {
         format!("{}-out", self.tag)
     }
@@ -356,15 +376,9 @@ async fn producer(shared: Arc<Shared>, mut session: Session, index: usize, start
             let lane = (index * total + slot) as u32;
             let seq = next.entry(lane).or_insert(0);
             let poison = plan.poison_ratio > 0.0 && hash01(lane, *seq, 7) < plan.poison_ratio;
-            let payload =
-                format!("{{\"l\":{lane},\"s\":{seq},\"t\":{t},\"x\":{poison},\"pad\":\"{pad}\"}}");
             keys.push((lane, *seq, poison));
+            items.push(plan.item(slot, lane, *seq, t, poison, &pad));
             *seq += 1;
-            items.push(Item {
-                queue: plan.queue(slot / plan.partitions),
-                partition: format!("p{}", slot % plan.partitions),
-                payload,
-            });
         }
         let measured = shared.measuring.load(Ordering::Relaxed);
         match session.push(&items).await {
@@ -912,14 +926,7 @@ async fn producer_once(shared: &Arc<Shared>, session: &mut Session, index: usize
         let lane = (index * total + slot) as u32;
         let seq = round * per_lane + (k / owned.len()) as u64;
         keys.push((lane, seq, false));
-        items.push(Item {
-            queue: plan.queue(slot / plan.partitions),
-            partition: format!("p{}", slot % plan.partitions),
-            payload: format!(
-                "{{\"l\":{lane},\"s\":{seq},\"t\":{},\"x\":false}}",
-                now_us()
-            ),
-        });
+        items.push(plan.item(slot, lane, seq, now_us(), false, ""));
     }
     let ok = session.push(&items).await.is_ok();
     if ok {
