@@ -20,13 +20,18 @@ language sql immutable parallel safe as $$
 $$;
 
 -- First unsettled message at or after i_from: the smallest existing offset not in i_skip.
+-- PL/pgSQL rather than SQL here and below: these run once or more per claim and ack, and
+-- PostgreSQL re-plans a non-inlined SQL function's body at every call, while PL/pgSQL keeps its
+-- plans for the session.
 create or replace function regina._head_seq(i_partition_id bigint, i_from bigint, i_skip bigint[])
 returns bigint
-language sql stable as $$
-    select m.seq from regina.messages m
-    where m.partition_id = i_partition_id and m.seq >= i_from and m.seq <> all (i_skip)
-    order by m.seq
-    limit 1
+language plpgsql stable as $$
+begin
+    return (select m.seq from regina.messages m
+            where m.partition_id = i_partition_id and m.seq >= i_from and m.seq <> all (i_skip)
+            order by m.seq
+            limit 1);
+end
 $$;
 
 -- Where a head lands after the messages in i_marks (all at or after i_from) were settled: the
@@ -35,16 +40,22 @@ $$;
 -- (hence visible) mark is visible too.
 create or replace function regina._advance(i_partition_id bigint, i_from bigint, i_marks bigint[])
 returns bigint
-language sql stable as $$
-    select coalesce(
-        regina._head_seq(i_partition_id, i_from, i_marks),
-        greatest(i_from, (select max(x) + 1 from unnest(i_marks) x)))
+language plpgsql stable as $$
+begin
+    return coalesce(regina._head_seq(i_partition_id, i_from, i_marks),
+                    greatest(i_from, (select max(x) + 1 from unnest(i_marks) x)));
+end
 $$;
 
 -- Marks that still lie ahead of a head.
 create or replace function regina._marks_from(i_marks bigint[], i_head bigint) returns bigint[]
-language sql immutable as $$
-    select coalesce(array_agg(x order by x), '{}') from unnest(i_marks) x where x >= i_head
+language plpgsql immutable as $$
+begin
+    if cardinality(i_marks) = 0 then
+        return i_marks;
+    end if;
+    return (select coalesce(array_agg(x order by x), '{}') from unnest(i_marks) x where x >= i_head);
+end
 $$;
 
 -- Every option of a queue, as configure reports it.

@@ -117,11 +117,13 @@ end
 $$;
 
 -- Reads up to i_budget deliverable messages from the head of a locked cursor, as wire objects.
+-- PL/pgSQL so that the query's plan is kept (see _head_seq).
 create or replace function regina._pop_read(i_c regina.cursors, i_q regina.queues,
                                             i_p regina.partitions, i_budget integer,
                                             i_lease text, i_now timestamptz,
                                             out o_messages json[], out o_last bigint)
-language sql stable as $$
+language plpgsql stable as $$
+begin
     select array_agg(json_build_object(
                'id', m.id, 'transactionId', m.transaction_id, 'traceId', m.trace_id,
                'data', m.payload, 'producerSub', m.producer_sub,
@@ -131,13 +133,15 @@ language sql stable as $$
                'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end)
                order by m.seq),
            max(m.seq)
+    into o_messages, o_last
     from (select x.*, row_number() over (order by x.seq) as rn
           from (select * from regina.messages mm
                 where mm.partition_id = i_c.partition_id and mm.seq >= i_c.next_seq
                   and mm.seq <> all (i_c.marks)
                   and mm.created_at <= i_now - i_q.delayed_processing_seconds * interval '1 second'
                 order by mm.seq
-                limit i_budget) x) m
+                limit i_budget) x) m;
+end
 $$;
 
 -- Settles the messages at the head whose ttl has passed (they form a prefix: createdAt never
