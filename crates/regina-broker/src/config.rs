@@ -70,7 +70,10 @@ pub mod defaults {
     pub const BATCH_HOLD_US: u64 = 0;
     /// `BATCH_REQUESTS_MAX`, requests per database call.
     pub const BATCH_REQUESTS_MAX: usize = 1_000;
-    /// `DB_CALLS_PUSH`, `DB_CALLS_POP`, `DB_CALLS_ACK`: fused calls of each kind in flight.
+    /// `DB_CALLS_PUSH`: fused push calls in flight (measured best on a 2-core PostgreSQL;
+    /// docs/tuning.md).
+    pub const DB_CALLS_PUSH: usize = 2;
+    /// `DB_CALLS_POP`, `DB_CALLS_ACK`: fused pop and ack calls in flight.
     pub const DB_CALLS: usize = 4;
     /// `BATCH_ITEMS_MAX`, push items, acks or requested pop messages per database call.
     pub const BATCH_ITEMS_MAX: usize = 2_000;
@@ -259,8 +262,9 @@ pub struct Config {
           value_parser = parse_positive_usize)]
     pub batch_requests_max: usize,
     /// Fused push calls in flight at once: enough to overlap round trips, few enough that
-    /// waiting requests fuse into large calls under load. Default 4.
-    #[arg(long, env = "DB_CALLS_PUSH", default_value_t = defaults::DB_CALLS,
+    /// waiting requests fuse into large calls under load (about one per PostgreSQL core).
+    /// Default 2.
+    #[arg(long, env = "DB_CALLS_PUSH", default_value_t = defaults::DB_CALLS_PUSH,
           value_parser = parse_positive_usize)]
     pub db_calls_push: usize,
     /// Fused pop calls in flight at once. Default 4.
@@ -325,7 +329,7 @@ impl Default for Config {
             batch_hold_us: d::BATCH_HOLD_US,
             batch_requests_max: d::BATCH_REQUESTS_MAX,
             batch_items_max: d::BATCH_ITEMS_MAX,
-            db_calls_push: d::DB_CALLS,
+            db_calls_push: d::DB_CALLS_PUSH,
             db_calls_pop: d::DB_CALLS,
             db_calls_ack: d::DB_CALLS,
             lease_sweep_interval_ms: d::LEASE_SWEEP_INTERVAL_MS,
