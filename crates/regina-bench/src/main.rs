@@ -4,6 +4,7 @@
 //! directly (`raw`, the ceiling), with resource telemetry, and writes reports under
 //! `bench/results/<date>-<scenario>/`. See `bench/METHODOLOGY.md`.
 
+mod faults;
 mod scenario;
 mod stats;
 mod system;
@@ -52,6 +53,28 @@ enum Verb {
     Matrix {
         #[command(flatten)]
         common: Common,
+    },
+    /// Fault runs: crash, outage, overload, two-brokers, hostile (all by default). Each prints a
+    /// one-line summary; the exit status is non-zero when any of them loses, skips or misbehaves.
+    Fault {
+        /// Which runs, in order.
+        #[arg(value_enum)]
+        faults: Vec<faults::Fault>,
+        /// Seconds of load per run.
+        #[arg(long, default_value_t = 60.0)]
+        seconds: f64,
+        /// Seed of the hostile-input generator (default: random, printed in the summary).
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Largest broker RSS the overload run accepts, MiB.
+        #[arg(long, default_value_t = 100)]
+        rss_max_mib: u64,
+        /// The `regina` binary to run (default: next to this executable).
+        #[arg(long)]
+        regina_bin: Option<PathBuf>,
+        /// Where the runs keep their clusters and buffers (deleted afterwards).
+        #[arg(long, default_value = ".regina/faults")]
+        work_dir: PathBuf,
     },
     /// The soak scenario for hours.
     Soak {
@@ -198,7 +221,7 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
-            eprintln!("regina-bench: a delivery check failed (see the reports)");
+            eprintln!("regina-bench: a check failed (see the summaries above and the reports)");
             ExitCode::FAILURE
         }
         Err(e) => {
@@ -228,6 +251,35 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             return Ok(true);
         }
         Verb::Run { scenarios, common } => (plans(&scenarios, &common)?, common, false),
+        Verb::Fault {
+            faults,
+            seconds,
+            seed,
+            rss_max_mib,
+            regina_bin,
+            work_dir,
+        } => {
+            let all = [
+                faults::Fault::Crash,
+                faults::Fault::Outage,
+                faults::Fault::Overload,
+                faults::Fault::TwoBrokers,
+                faults::Fault::Hostile,
+            ];
+            let options = faults::FaultOptions {
+                seconds,
+                regina_bin: system::regina_bin(regina_bin.as_deref())?,
+                seed: seed.unwrap_or_else(rand::random),
+                rss_max_mib,
+                work_dir: std::path::absolute(work_dir)?,
+            };
+            let chosen = if faults.is_empty() {
+                &all[..]
+            } else {
+                &faults[..]
+            };
+            return faults::run(chosen, &options).await;
+        }
         Verb::Sweep { common } => {
             let names: Vec<String> = [
                 "hi-part-10",

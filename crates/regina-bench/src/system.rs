@@ -163,9 +163,13 @@ fn free_port() -> anyhow::Result<u16> {
         .port())
 }
 
-fn regina_bin(options: &SystemOptions) -> anyhow::Result<PathBuf> {
-    if let Some(bin) = &options.regina_bin {
-        return Ok(bin.clone());
+/// `explicit`, else the `regina` binary next to this executable.
+///
+/// # Errors
+/// Neither exists.
+pub fn regina_bin(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(bin) = explicit {
+        return Ok(bin.to_owned());
     }
     let exe = std::env::current_exe()?;
     let bin = exe.with_file_name("regina");
@@ -240,7 +244,7 @@ impl System {
             });
         }
         let port = free_port()?;
-        let mut command = Command::new(regina_bin(options)?);
+        let mut command = Command::new(regina_bin(options.regina_bin.as_deref())?);
         command
             .arg("serve")
             .env("DATABASE_URL", &database_url)

@@ -163,6 +163,14 @@ pub struct HttpConn {
 }
 
 impl HttpConn {
+    /// A connection to the broker at `base` (`http://host:port`), opened on first use.
+    pub fn new(base: &str) -> HttpConn {
+        HttpConn {
+            base: Arc::from(base.trim_end_matches('/')),
+            sender: None,
+        }
+    }
+
     async fn connect(&mut self) -> anyhow::Result<&mut SendRequest<Full<Bytes>>> {
         if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
             let authority = self
@@ -182,8 +190,12 @@ impl HttpConn {
         self.sender.as_mut().ok_or_else(|| anyhow!("no connection"))
     }
 
-    /// Sends one request; returns status and body.
-    async fn send(
+    /// Sends one request; returns status and body. A transport error drops the connection (the
+    /// next request opens a new one).
+    ///
+    /// # Errors
+    /// Connecting, writing or reading failed.
+    pub async fn send(
         &mut self,
         method: &str,
         path: &str,
@@ -554,10 +566,7 @@ impl Session {
 /// Not healthy within `within`.
 pub async fn wait_healthy(base: &str, within: Duration) -> anyhow::Result<()> {
     let deadline = tokio::time::Instant::now() + within;
-    let mut conn = HttpConn {
-        base: Arc::from(base.trim_end_matches('/')),
-        sender: None,
-    };
+    let mut conn = HttpConn::new(base);
     loop {
         if let Ok((200, _)) = conn.send("GET", "/health", None).await {
             return Ok(());
