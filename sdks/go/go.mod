@@ -1,0 +1,3 @@
+module regina.dev/sdk/go
+
+go 1.22
