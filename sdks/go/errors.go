@@ -66,6 +66,10 @@ var (
 
 func sentinel(code string) *Error { return &Error{Code: code, Index: -1} }
 
+// ErrFor returns a sentinel that matches, through errors.Is, every *Error with code (for codes
+// without an Err* variable).
+func ErrFor(code string) error { return sentinel(code) }
+
 // ErrTimeout matches (through errors.Is) every *NetworkError caused by a request timeout.
 var ErrTimeout = errors.New("regina: request timed out")
 
