@@ -1,0 +1,377 @@
+"""The asyncio client: :class:`AsyncRegina`."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, overload
+
+from . import _calls
+from ._async_consume import AsyncConsumer
+from ._buffer import BufferOptions, Key, PushBuffer
+from ._builders import QueueSpec, TransactionSpec
+from ._calls import MessageRef
+from ._consume import ConsumePlan
+from ._errors import ApiError, ReginaError
+from ._http import RETRIED_STATUSES
+from ._models import (
+    AckResult,
+    AckStatus,
+    ConfigureResult,
+    ConsumerGroupInfo,
+    DeleteGroupResult,
+    DeleteQueueResult,
+    DlqPage,
+    Health,
+    Message,
+    MessageDetail,
+    PushItem,
+    PushResult,
+    QueuePage,
+    RenewResult,
+    RequeueResult,
+    SeekResult,
+    TransactionResult,
+)
+from ._settings import ClientSettings
+from ._transport import AsyncTransport, TokenSource
+
+
+class _Buffers:
+    """Client-side push buffers with a timer task for time-based flushes."""
+
+    def __init__(self, transport: AsyncTransport, retry_pause_s: float) -> None:
+        self._t = transport
+        self._retry_pause_s = retry_pause_s
+        self._buffer = PushBuffer()
+        self._changed: asyncio.Event | None = None
+        self._flushing: asyncio.Lock | None = None
+        self._timer: asyncio.Task[None] | None = None
+        self._background_error: ReginaError | None = None
+
+    def _lock(self) -> asyncio.Lock:
+        if self._flushing is None:
+            self._flushing = asyncio.Lock()
+        return self._flushing
+
+    async def add(self, key: Key, items: list[dict[str, Any]], options: BufferOptions) -> list[PushResult]:
+        full = self._buffer.add(key, items, options, time.monotonic())
+        if self._timer is None or self._timer.done():
+            self._changed = asyncio.Event()
+            self._timer = asyncio.ensure_future(self._run(self._changed))
+        elif self._changed is not None:
+            self._changed.set()
+        return await self.flush_key(key) if full else []
+
+    async def flush_key(self, key: Key) -> list[PushResult]:
+        async with self._lock():
+            items = self._buffer.take(key)
+            if not items:
+                return []
+            try:
+                return await self._t.send(_calls.push(items))
+            except ReginaError as error:
+                if not isinstance(error, ApiError) or error.status in RETRIED_STATUSES:
+                    self._buffer.put_back(key, items, time.monotonic() + self._retry_pause_s)
+                raise
+
+    async def flush(self) -> list[PushResult]:
+        keys = self._buffer.keys()
+        pending, self._background_error = self._background_error, None
+        results: list[PushResult] = []
+        for key in keys:
+            results.extend(await self.flush_key(key))
+        if pending is not None:
+            raise pending
+        return results
+
+    async def _run(self, changed: asyncio.Event) -> None:
+        while True:
+            deadline = self._buffer.next_deadline()
+            now = time.monotonic()
+            if deadline is None or deadline > now:
+                changed.clear()
+                try:
+                    await asyncio.wait_for(changed.wait(), None if deadline is None else deadline - now)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            for key in self._buffer.due(now):
+                try:
+                    await self.flush_key(key)
+                except ReginaError as error:
+                    self._background_error = error
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            await asyncio.gather(self._timer, return_exceptions=True)
+
+
+class AsyncQueue(QueueSpec):
+    """Fluent calls on one queue: ``client.queue("orders").partition("p1").push([...])``."""
+
+    def __init__(self, client: AsyncRegina, name: str) -> None:
+        super().__init__(name, client._settings.long_poll_margin_ms)
+        self._client = client
+
+    async def create(self) -> ConfigureResult:
+        """Create the queue or merge the :meth:`config` options into it."""
+        return await self._client._t.send(self._configure_call())
+
+    async def delete(self) -> DeleteQueueResult:
+        """Delete the queue with everything in it (idempotent)."""
+        return await self._client._t.send(_calls.delete_queue(self._name))
+
+    async def push(self, items: Sequence[PushItem | Mapping[str, Any]]) -> list[PushResult]:
+        """Push items (``{"payload": …, "transactionId"?: …, "traceId"?: …}``), in order.
+
+        Items without a transactionId get a UUIDv7 before the first attempt, so a retried push is
+        deduplicated, never doubled. With :meth:`buffer` set, the items are held client-side and
+        the results of whatever this call flushed are returned (often none).
+
+        Raises:
+            QueueFullError: a queue is at its ``maxSize``; ``results`` says what was stored.
+            ApiError: the push was refused (nothing was stored).
+            NetworkError: no server answered.
+        """
+        wire = self._wire_items(items)
+        if self._buffer is not None:
+            return await self._client._buffers.add(self._push_key(), wire, self._buffer)
+        return await self._client._t.send(_calls.push(wire))
+
+    async def flush(self) -> list[PushResult]:
+        """Send what the client-side buffer holds for this queue and partition."""
+        return await self._client._buffers.flush_key(self._push_key())
+
+    async def pop(self) -> list[Message]:
+        """Pop up to ``batch`` messages (empty when there are none)."""
+        return await self._client._t.send(self._pop_call())
+
+    async def consume(self, handler: Callable[[Any], object], *, stop: asyncio.Event | None = None) -> int:
+        """Run a consumer loop; return how many messages were handed to ``handler``.
+
+        ``handler`` gets one :class:`Message` with :meth:`each`, else the list of a delivery.
+        When it returns the messages are acked ``completed``; when it raises they are acked
+        ``failed`` with the exception's text. The loop ends at :meth:`limit`, after
+        :meth:`idle_millis` without messages, or when ``stop`` is set: handlers in flight
+        finish and are acked, nothing new is popped. Cancelling the task stops it the same way.
+        ``handler`` may be a coroutine function.
+
+        Raises:
+            ApiError: a pop was refused (a bad parameter, say).
+        """
+        plan = ConsumePlan(self._consume_settings())
+        return await AsyncConsumer(self._client._t, plan, handler, stop).run()
+
+    async def dlq(self, *, limit: int | None = None, offset: int | None = None) -> DlqPage:
+        """Dead-lettered messages of this queue (of the :meth:`group`, if set), newest first."""
+        return await self._client._t.send(self._dlq_call(limit, offset))
+
+    async def seek(self, *, to_end: bool = False, timestamp: str | datetime | None = None) -> SeekResult:
+        """Move the :meth:`group` on every partition: to the end, or to just after ``timestamp``."""
+        return await self._client._t.send(self._seek_call(to_end, timestamp))
+
+
+class AsyncTransaction(TransactionSpec):
+    """Acks and pushes committed atomically: ``client.transaction().ack(m).queue(q).push([...]).commit()``."""
+
+    def __init__(self, client: AsyncRegina) -> None:
+        super().__init__()
+        self._client = client
+
+    async def commit(self) -> TransactionResult:
+        """Apply every operation, or none.
+
+        Raises:
+            ApiError: the transaction was refused and nothing was applied (``lease_expired``…).
+        """
+        return await self._client._t.send(self._commit_call())
+
+
+class AsyncAdmin:
+    """Inspection and administration: queues, consumer groups, DLQ, message lookup, health."""
+
+    def __init__(self, transport: AsyncTransport) -> None:
+        self._t = transport
+
+    async def queues(
+        self,
+        *,
+        namespace: str | None = None,
+        task: str | None = None,
+        search: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> QueuePage:
+        """One page of the queue listing, ordered by name."""
+        return await self._t.send(
+            _calls.queues(namespace=namespace, task=task, search=search, limit=limit, offset=offset)
+        )
+
+    async def delete_queue(self, name: str) -> DeleteQueueResult:
+        """Delete a queue with everything in it (idempotent)."""
+        return await self._t.send(_calls.delete_queue(name))
+
+    async def consumer_groups(
+        self, *, limit: int | None = None, offset: int | None = None
+    ) -> list[ConsumerGroupInfo]:
+        """Every (group, queue) pair with a cursor or a subscription."""
+        return await self._t.send(_calls.consumer_groups(limit=limit, offset=offset))
+
+    async def delete_consumer_group(
+        self, group: str, *, queue: str | None = None, delete_metadata: bool = True
+    ) -> DeleteGroupResult:
+        """Forget a group (on one queue, or everywhere); with ``delete_metadata`` its subscription too."""
+        return await self._t.send(_calls.delete_consumer_group(group, queue, delete_metadata))
+
+    async def seek(
+        self, group: str, queue: str, *, to_end: bool = False, timestamp: str | datetime | None = None
+    ) -> SeekResult:
+        """Move a group on every partition of a queue: to the end, or to just after ``timestamp``."""
+        return await self._t.send(_calls.seek(group, queue, to_end=to_end, timestamp=timestamp))
+
+    async def dlq(
+        self,
+        queue: str | None = None,
+        *,
+        group: str | None = None,
+        partition: str | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+    ) -> DlqPage:
+        """Dead-lettered messages, newest failure first."""
+        return await self._t.send(
+            _calls.dlq(
+                queue, group=group, partition=partition, limit=limit, offset=offset, since=since, until=until
+            )
+        )
+
+    async def requeue(self, entry: MessageRef, *, group: str | None = None) -> RequeueResult:
+        """Deliver a dead-lettered message again to ``group`` (default: every group it failed for)."""
+        return await self._t.send(
+            _calls.requeue(entry, group if group is not None else _calls.group_of(entry))
+        )
+
+    async def message(self, ref: MessageRef) -> MessageDetail:
+        """Look a stored message up by its partition id and transaction id."""
+        return await self._t.send(_calls.message(ref))
+
+    async def health(self) -> Health:
+        """The broker's health (raises when it is unhealthy: ``503``)."""
+        return await self._t.send(_calls.health())
+
+
+class AsyncRegina:
+    """Asyncio Regina client. Close it (or use ``async with``) to flush and free sockets.
+
+    Args:
+        servers: one broker URL or several (failover in order; the last that answered is
+            preferred).
+        token: bearer token, or a function returning the current one.
+        timeout_ms: timeout of one attempt (long-polls add their wait to it).
+        retries: attempts after the first on network errors and 5xx answers (never on 4xx).
+        retry_base_ms: backoff after a round over every server failed; doubles each round.
+        retry_max_ms: upper bound of one backoff delay.
+        long_poll_margin_ms: added to a long-poll's wait for its attempt timeout.
+        headers: extra headers sent with every request.
+    """
+
+    def __init__(
+        self,
+        servers: str | Sequence[str] = "http://localhost:6632",
+        *,
+        token: TokenSource = None,
+        timeout_ms: int = 30_000,
+        retries: int = 3,
+        retry_base_ms: int = 100,
+        retry_max_ms: int = 5_000,
+        long_poll_margin_ms: int = 5_000,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._settings = ClientSettings.build(
+            servers, token, timeout_ms, retries, retry_base_ms, retry_max_ms, long_poll_margin_ms, headers
+        )
+        self._t = AsyncTransport(self._settings.transport)
+        self._buffers = _Buffers(self._t, self._settings.buffer_retry_pause_s)
+        self.admin = AsyncAdmin(self._t)
+        """Inspection and administration calls."""
+
+    def queue(self, name: str) -> AsyncQueue:
+        """Start a fluent call on the queue ``name``."""
+        return AsyncQueue(self, name)
+
+    def transaction(self) -> AsyncTransaction:
+        """Start an atomic bundle of acks and pushes."""
+        return AsyncTransaction(self)
+
+    @overload
+    async def ack(
+        self,
+        message: MessageRef,
+        status: AckStatus = ...,
+        *,
+        error: str | None = ...,
+        group: str | None = ...,
+    ) -> AckResult: ...
+
+    @overload
+    async def ack(
+        self,
+        message: Sequence[MessageRef],
+        status: AckStatus = ...,
+        *,
+        error: str | None = ...,
+        group: str | None = ...,
+    ) -> list[AckResult]: ...
+
+    async def ack(
+        self,
+        message: MessageRef | Sequence[MessageRef],
+        status: AckStatus = "completed",
+        *,
+        error: str | None = None,
+        group: str | None = None,
+    ) -> AckResult | list[AckResult]:
+        """Acknowledge one message (or a list, in one request) under the lease it was delivered with.
+
+        Refusals are in-band: ``success`` false with a ``code`` such as ``lease_expired``.
+        """
+        if isinstance(message, Sequence):
+            items = [_calls.ack_item_wire(m, status, error, group) for m in message]
+            if not items:
+                return []
+            return await self._t.send(_calls.ack_batch(items))
+        return await self._t.send(_calls.ack(_calls.ack_item_wire(message, status, error, group)))
+
+    async def renew(self, message: Message | str, seconds: int | None = None) -> RenewResult:
+        """Extend the lease of a delivered message (or a lease id); default: the queue's leaseTime."""
+        lease_id = message if isinstance(message, str) else message.lease_id
+        return await self._t.send(_calls.renew(lease_id, seconds))
+
+    async def flush(self) -> list[PushResult]:
+        """Send everything the client-side buffers hold, in order per queue and partition.
+
+        Raises:
+            ReginaError: a send failed (the items stay buffered when a retry can help), or an
+                earlier timed flush failed.
+        """
+        return await self._buffers.flush()
+
+    async def close(self) -> None:
+        """Flush the buffers, then close the connections."""
+        try:
+            await self._buffers.flush()
+        finally:
+            await self._buffers.close()
+            await self._t.close()
+
+    async def __aenter__(self) -> AsyncRegina:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
