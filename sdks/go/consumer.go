@@ -47,8 +47,9 @@ func (q *Queue) RenewLease(on bool, every time.Duration) *Queue {
 	})
 }
 
-// OnError receives a consumer's non-fatal errors: failed acks and renewals, pops that failed
-// after the client's retries (the consumer keeps going), and handler errors under AutoAck.
+// OnError receives a consumer's non-fatal errors: handler errors (after the message was acked
+// failed), failed acks and renewals, and pops that failed after the client's retries (the
+// consumer keeps going).
 func (q *Queue) OnError(fn func(error)) *Queue {
 	return q.with(func(c *Queue) { c.consume.onError = fn })
 }
@@ -253,9 +254,11 @@ func (r *consumerRun) handleEach(h Handler, msgs []*Message) int {
 		}
 		err := safeCall(func() error { return h(r.work, m) })
 		handled++
+		if err != nil {
+			r.report(&HandlerError{Message: m, Err: err})
+		}
 		switch {
 		case r.q.autoAck:
-			r.report(err)
 		case m.settled.Load():
 		case err == nil:
 			acks = append(acks, Acknowledgment{Message: m, Status: Completed})
@@ -272,8 +275,10 @@ func (r *consumerRun) handleEach(h Handler, msgs []*Message) int {
 func (r *consumerRun) handleBatch(h BatchHandler, msgs []*Message) int {
 	defer r.renewing(msgs)()
 	err := safeCall(func() error { return h(r.work, msgs) })
+	if err != nil {
+		r.report(&HandlerError{Message: msgs[0], Err: err})
+	}
 	if r.q.autoAck {
-		r.report(err)
 		return len(msgs)
 	}
 	var acks []Acknowledgment
@@ -360,3 +365,17 @@ func safeCall(fn func() error) (err error) {
 	}()
 	return fn()
 }
+
+// HandlerError is a handler's error as OnError receives it. Message is the message the handler
+// failed (the first of the batch for a BatchHandler).
+type HandlerError struct {
+	Message *Message
+	Err     error
+}
+
+func (e *HandlerError) Error() string {
+	return fmt.Sprintf("regina: handler failed on %s/%s (transactionId %s): %v",
+		e.Message.Queue, e.Message.Partition, e.Message.TransactionID, e.Err)
+}
+
+func (e *HandlerError) Unwrap() error { return e.Err }

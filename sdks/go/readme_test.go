@@ -1,0 +1,142 @@
+package regina_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The README's samples are complete programs. These tests extract them from README.md and run
+// them with `go run` against the live broker, so the documentation cannot drift from the API.
+// The only changes made to the text are the broker URL and unique queue names.
+
+var sampleBlock = regexp.MustCompile("(?s)<!-- sample: ([a-z]+) -->\n```go\n(.*?)```")
+
+func readmeSamples(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples := map[string]string{}
+	for _, m := range sampleBlock.FindAllStringSubmatch(string(data), -1) {
+		samples[m[1]] = m[2]
+	}
+	for _, name := range []string{"produce", "consume", "pipeline"} {
+		if samples[name] == "" {
+			t.Fatalf("README.md has no %q sample", name)
+		}
+	}
+	return samples
+}
+
+func TestReadmeSamplesAreFormattedAndVetted(t *testing.T) {
+	for name, src := range readmeSamples(t) {
+		dir := sampleModule(t, name, src)
+		if out, err := exec.Command("gofmt", "-l", dir).CombinedOutput(); err != nil || len(out) > 0 {
+			t.Fatalf("sample %s is not gofmt-formatted: %s %v", name, out, err)
+		}
+		if out, err := goCommand(dir, "vet", ".").CombinedOutput(); err != nil {
+			t.Fatalf("go vet on sample %s: %v\n%s", name, err, out)
+		}
+	}
+}
+
+func TestReadmeSamplesRunAgainstTheBroker(t *testing.T) {
+	url := brokerURL(t)
+	samples := readmeSamples(t)
+	suffix := strings.TrimPrefix(uniqueName(""), "-")
+	orders, shipments := "orders-"+suffix, "shipments-"+suffix
+	run := func(name string) []string {
+		src := strings.ReplaceAll(samples[name], `"http://localhost:6632"`, fmt.Sprintf("%q", url))
+		src = strings.ReplaceAll(src, `"orders"`, fmt.Sprintf("%q", orders))
+		src = strings.ReplaceAll(src, `"shipments"`, fmt.Sprintf("%q", shipments))
+		dir := sampleModule(t, name, src)
+		out, err := goCommand(dir, "run", ".").CombinedOutput()
+		if err != nil {
+			t.Fatalf("sample %s failed: %v\n%s", name, err, out)
+		}
+		return strings.Split(strings.TrimSpace(string(out)), "\n")
+	}
+
+	produced := run("produce")
+	if len(produced) != 10 || produced[0] != "order 1 queued" || produced[9] != "order 10 queued" {
+		t.Fatalf("produce printed %q", produced[:min(len(produced), 3)])
+	}
+	billed := run("consume")
+	if len(billed) != 10 {
+		t.Fatalf("consume printed %q", billed)
+	}
+	// Every order billed once, each customer's orders in push order.
+	last := map[string]int{}
+	for _, line := range billed {
+		var order, amount int
+		var customer string
+		if _, err := fmt.Sscanf(line, "billing order %d: %d EUR (%s", &order, &amount, &customer); err != nil ||
+			amount != 10*order || order <= last[customer] {
+			t.Fatalf("consume printed %q", billed)
+		}
+		last[customer] = order
+	}
+	shipped := run("pipeline")
+	if len(shipped) != 10 || !strings.HasPrefix(shipped[0], "shipping order-") {
+		t.Fatalf("pipeline printed %q", shipped[:min(len(shipped), 3)])
+	}
+
+	// The stage pushed one shipment per order, each exactly once.
+	c := liveClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	msgs, err := c.Queue(shipments).Batch(100).Partitions(10).AutoAck(true).Pop(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, m := range msgs {
+		ids[m.TransactionID] = true
+	}
+	for i := 1; i <= 10; i++ {
+		if !ids[fmt.Sprintf("ship-order-%d", i)] {
+			t.Fatalf("no shipment for order %d among %d messages", i, len(msgs))
+		}
+	}
+	if len(msgs) != 10 {
+		t.Fatalf("%d shipments, want 10", len(msgs))
+	}
+}
+
+// sampleModule writes src as the main package of a throw-away module that uses this checkout of
+// the SDK.
+func sampleModule(t *testing.T, name, src string) string {
+	t.Helper()
+	sdk, err := filepath.Abs(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mod := fmt.Sprintf("module sample/%s\n\ngo 1.22\n\nrequire regina.dev/sdk/go v0.0.0\n\nreplace regina.dev/sdk/go => %s\n", name, sdk)
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(mod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// goCommand runs the go tool in dir without network access or a workspace.
+func goCommand(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOPROXY=off", "GOFLAGS=-mod=mod")
+	return cmd
+}
