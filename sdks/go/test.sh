@@ -9,6 +9,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 # The SDK uses the standard library only: a Go toolchain is all it needs.
+if ! command -v go >/dev/null 2>&1 && [[ -x /usr/local/go/bin/go ]]; then
+  export PATH=/usr/local/go/bin:$PATH
+fi
 if ! command -v go >/dev/null 2>&1; then
   echo "test.sh: installing Go from the distribution's packages" >&2
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
