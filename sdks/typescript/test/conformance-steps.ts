@@ -93,7 +93,7 @@ function partitionOf(step: Step): string {
   return (step.partition as string | undefined) ?? "Default";
 }
 
-function refs<T>(run: Run, step: { ref?: unknown; index?: unknown; all?: unknown }): T[] {
+function refs<T>(run: Run, step: Record<string, unknown>): T[] {
   const list = run.saved.get(step.ref as string);
   if (!list) throw new Error(`nothing saved under ${String(step.ref)}`);
   if (step.all === true) return list as T[];
