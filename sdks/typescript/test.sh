@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The TypeScript SDK's test entry point: installs the dependencies from package-lock.json, builds
-# the package (with type declarations), type-checks sources and tests, then runs the whole vitest
-# suite — unit tests and the conformance scenarios — against a throw-away PostgreSQL and broker
-# started by ../run-tests.sh (set REGINA_BIN to use a prebuilt broker).
+# the package (with type declarations), type-checks sources and tests, checks formatting, then
+# runs the whole vitest suite — unit tests and the conformance scenarios — against a throw-away
+# PostgreSQL and broker started by ../run-tests.sh (set REGINA_BIN to use a prebuilt broker).
 #
 # Usage: sdks/typescript/test.sh [VITEST ARGS...]
 set -euo pipefail
@@ -15,6 +15,7 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
 npm ci --no-audit --no-fund --loglevel=error
 npm run --silent build
 npm run --silent typecheck
+npm run --silent lint >/dev/null
 
 report=$(mktemp /tmp/regina-ts-report-XXXXXX.json)
 trap 'rm -f -- "$report"' EXIT

@@ -7,14 +7,10 @@
  */
 
 import type * as T from "./admin-types.js";
+import type * as S from "./status-types.js";
 import { instant } from "./core.js";
 import { segment, type QueryValue, type Transport } from "./transport.js";
-import type { DeleteQueueResult } from "./types.js";
-
-/** Options every admin call accepts. */
-export interface CallOptions {
-  signal?: AbortSignal;
-}
+import type { CallOptions, DeleteQueueResult } from "./types.js";
 
 /** The administrative API of one client. */
 export class Admin {
@@ -169,8 +165,7 @@ export class Admin {
     options?: CallOptions,
   ): Promise<T.PartitionSeekResult> {
     const path =
-      `/api/v1/consumer-groups/${segment(group)}/queues/${segment(queue)}` +
-      `/partitions/${segment(partition)}/seek`;
+      `/api/v1/consumer-groups/${segment(group)}/queues/${segment(queue)}` + `/partitions/${segment(partition)}/seek`;
     return this.send("POST", path, seekBody(target), options);
   }
 
@@ -201,20 +196,20 @@ export class Admin {
   // --- status and analytics --------------------------------------------------------------------
 
   /** The dashboard's main feed. */
-  status(query: T.StatusQuery = {}, options?: CallOptions): Promise<T.SystemStatus> {
+  status(query: S.StatusQuery = {}, options?: CallOptions): Promise<S.SystemStatus> {
     return this.get("/api/v1/status", statusQuery(query), options);
   }
 
   /** Queues with throughput over the range. */
   statusQueues(
-    query: Omit<T.StatusQuery, "queue"> & T.PageQuery = {},
+    query: Omit<S.StatusQuery, "queue"> & T.PageQuery = {},
     options?: CallOptions,
-  ): Promise<T.StatusQueueList> {
+  ): Promise<S.StatusQueueList> {
     return this.get("/api/v1/status/queues", statusQuery(query), options);
   }
 
   /** One queue's configuration, partitions and totals. */
-  statusQueue(name: string, query: T.PageQuery = {}, options?: CallOptions): Promise<T.StatusQueueDetail> {
+  statusQueue(name: string, query: T.PageQuery = {}, options?: CallOptions): Promise<S.StatusQueueDetail> {
     return this.get(`/api/v1/status/queues/${segment(name)}`, { ...query }, options);
   }
 
@@ -223,69 +218,69 @@ export class Admin {
     name: string,
     query: T.PageQuery = {},
     options?: CallOptions,
-  ): Promise<T.Page<T.StatusQueueMessage>> {
+  ): Promise<T.Page<S.StatusQueueMessage>> {
     return this.page(`/api/v1/status/queues/${segment(name)}/messages`, { ...query }, options);
   }
 
   /** Messages pushed per bucket. */
   messageAnalytics(
-    query: T.StatusQuery & { interval?: T.MessageAnalytics["interval"] } = {},
+    query: S.StatusQuery & { interval?: S.MessageAnalytics["interval"] } = {},
     options?: CallOptions,
-  ): Promise<T.MessageAnalytics> {
+  ): Promise<S.MessageAnalytics> {
     return this.get("/api/v1/status/analytics", { ...statusQuery(query), interval: query.interval }, options);
   }
 
   /** One time-series feed. */
-  analytics(feed: T.AnalyticsFeed, query: T.AnalyticsQuery = {}, options?: CallOptions): Promise<T.AnalyticsSeries> {
+  analytics(feed: S.AnalyticsFeed, query: S.AnalyticsQuery = {}, options?: CallOptions): Promise<S.AnalyticsSeries> {
     const { from, to, ...rest } = query;
     return this.get(`/api/v1/analytics/${feed}`, { ...rest, from: instant(from), to: instant(to) }, options);
   }
 
   /** The failover buffer of the instance that answers. */
-  buffers(options?: CallOptions): Promise<T.BufferStatus> {
+  buffers(options?: CallOptions): Promise<S.BufferStatus> {
     return this.get("/api/v1/status/buffers", {}, options);
   }
 
   // --- system ----------------------------------------------------------------------------------
 
   /** Push and pop maintenance flags and the failover buffer. */
-  maintenance(options?: CallOptions): Promise<T.MaintenanceStatus> {
+  maintenance(options?: CallOptions): Promise<S.MaintenanceStatus> {
     return this.get("/api/v1/system/maintenance", {}, options);
   }
 
   /** Turns push maintenance (every push buffered) on or off, cluster-wide. */
-  setMaintenance(enabled: boolean, options?: CallOptions): Promise<T.MaintenanceResult> {
+  setMaintenance(enabled: boolean, options?: CallOptions): Promise<S.MaintenanceResult> {
     return this.send("POST", "/api/v1/system/maintenance", { enabled }, options);
   }
 
   /** Whether pop maintenance (every pop answers empty) is on. */
-  popMaintenance(options?: CallOptions): Promise<T.PopMaintenanceResult> {
+  popMaintenance(options?: CallOptions): Promise<S.PopMaintenanceResult> {
     return this.get("/api/v1/system/maintenance/pop", {}, options);
   }
 
   /** Turns pop maintenance on or off, cluster-wide. */
-  setPopMaintenance(enabled: boolean, options?: CallOptions): Promise<T.PopMaintenanceResult> {
+  setPopMaintenance(enabled: boolean, options?: CallOptions): Promise<S.PopMaintenanceResult> {
     return this.send("POST", "/api/v1/system/maintenance/pop", { enabled }, options);
   }
 
   /** Recomputes the dashboard stats now. */
-  refreshStats(options?: CallOptions): Promise<T.StatsRefreshResult> {
+  refreshStats(options?: CallOptions): Promise<S.StatsRefreshResult> {
     return this.send("POST", "/api/v1/stats/refresh", {}, options);
   }
 
   /** Health of the instance that answers; an unhealthy one answers too (not an error). */
-  async health(options?: CallOptions): Promise<T.Health> {
-    const result = await this.transport.request<T.Health>({
+  async health(options?: CallOptions): Promise<S.Health> {
+    const result = await this.transport.request<S.Health>({
       method: "GET",
       path: "/health",
       signal: options?.signal,
       acceptStatuses: [503],
     });
-    return result.body as T.Health;
+    return result.body as S.Health;
   }
 
   /** Counters of the instance that answers. */
-  metrics(options?: CallOptions): Promise<T.InstanceMetrics> {
+  metrics(options?: CallOptions): Promise<S.InstanceMetrics> {
     return this.get("/metrics", {}, options);
   }
 
@@ -323,7 +318,7 @@ function seekBody(target: T.SeekTarget): Record<string, unknown> {
   return "toEnd" in target ? { toEnd: true } : { timestamp: instant(target.timestamp) };
 }
 
-function statusQuery(query: T.StatusQuery & T.PageQuery): Record<string, QueryValue> {
+function statusQuery(query: S.StatusQuery & T.PageQuery): Record<string, QueryValue> {
   const { from, to, ...rest } = query;
   return { ...rest, from: instant(from), to: instant(to) };
 }

@@ -142,7 +142,9 @@ export class Regina {
 
   private async flushMatching(queue: string, partition: string | undefined): Promise<void> {
     const flushes = [...this.buffers.entries()]
-      .filter(([key]) => (partition === undefined ? key.startsWith(bufferKey(queue, "")) : key === bufferKey(queue, partition)))
+      .filter(([key]) =>
+        partition === undefined ? key.startsWith(bufferKey(queue, "")) : key === bufferKey(queue, partition),
+      )
       .map(([, buffer]) => buffer.flush());
     await Promise.all(flushes);
   }

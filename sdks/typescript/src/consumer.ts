@@ -231,7 +231,10 @@ class ConsumerRun<T> {
         this.report(new ReginaError({ code: result.code ?? "http_error", status: 200, message }), [ack.message]);
       });
     } catch (error) {
-      this.report(error, acks.map((ack) => ack.message));
+      this.report(
+        error,
+        acks.map((ack) => ack.message),
+      );
     }
   }
 
@@ -244,7 +247,11 @@ class ConsumerRun<T> {
         this.core.renew(leaseId).then(
           (result) => {
             if (result.success) return;
-            const error = new ReginaError({ code: result.code ?? "http_error", status: 200, message: result.error ?? "Lease renewal failed" });
+            const error = new ReginaError({
+              code: result.code ?? "http_error",
+              status: 200,
+              message: result.error ?? "Lease renewal failed",
+            });
             this.report(error, messages);
           },
           (error: unknown) => this.report(error, messages),

@@ -87,7 +87,12 @@ export class Core {
     signal?: AbortSignal,
   ): Promise<ConfigureResult> {
     const body = { queue, namespace: names.namespace, task: names.task, options };
-    const result = await this.transport.request<ConfigureResult>({ method: "POST", path: "/api/v1/configure", body, signal });
+    const result = await this.transport.request<ConfigureResult>({
+      method: "POST",
+      path: "/api/v1/configure",
+      body,
+      signal,
+    });
     return result.body as ConfigureResult;
   }
 
@@ -169,7 +174,8 @@ export class Core {
     const body = seconds === undefined ? {} : { seconds };
     const result = await this.transport.request<RenewResult[]>({ method: "POST", path, body, signal });
     const first = result.body?.[0];
-    if (!first) throw new ReginaError({ code: "http_error", status: result.status, message: "Empty lease extension answer" });
+    if (!first)
+      throw new ReginaError({ code: "http_error", status: result.status, message: "Empty lease extension answer" });
     return first;
   }
 }
@@ -188,7 +194,12 @@ export function withTransactionIds<T>(items: readonly PushItem<T>[]): PushItem<T
 
 /** The wire form of a push item for a queue and partition. */
 export function wireItem(queue: string, partition: string, item: PushItem): WireItem {
-  const wire: WireItem = { queue, partition, payload: item.payload ?? null, transactionId: item.transactionId ?? uuidv7() };
+  const wire: WireItem = {
+    queue,
+    partition,
+    payload: item.payload ?? null,
+    transactionId: item.transactionId ?? uuidv7(),
+  };
   if (item.traceId !== undefined && item.traceId !== null) wire.traceId = item.traceId;
   return wire;
 }

@@ -10,7 +10,7 @@
  */
 
 export { Regina, DEFAULT_URL, type ReginaOptions, type AckOptions } from "./client.js";
-export { Queue, RENEW_EVERY_MILLIS_DEFAULT, type CallOptions } from "./queue.js";
+export { Queue, RENEW_EVERY_MILLIS_DEFAULT } from "./queue.js";
 export { DEFAULT_PARTITION, POP_TIMEOUT_MILLIS_DEFAULT } from "./core.js";
 export type { BufferOptions } from "./buffer.js";
 export type {
@@ -36,3 +36,4 @@ export {
 export { uuidv7 } from "./uuid.js";
 export type * from "./types.js";
 export type * from "./admin-types.js";
+export type * from "./status-types.js";

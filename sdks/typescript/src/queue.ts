@@ -14,7 +14,16 @@ import type { BufferOptions, PushBuffer } from "./buffer.js";
 import type { Core } from "./core.js";
 import { DEFAULT_PARTITION, instant, withTransactionIds } from "./core.js";
 import { consume, type BatchHandler, type ConsumeOptions, type ConsumeSummary, type EachHandler } from "./consumer.js";
-import type { ConfigureResult, DeleteQueueResult, Message, PushItem, PushResult, QueueOptions, SubscriptionMode } from "./types.js";
+import type {
+  CallOptions,
+  ConfigureResult,
+  DeleteQueueResult,
+  Message,
+  PushItem,
+  PushResult,
+  QueueOptions,
+  SubscriptionMode,
+} from "./types.js";
 
 /** Lease renewal period when `renewLease(true)` names none, in milliseconds. */
 export const RENEW_EVERY_MILLIS_DEFAULT = 10_000;
@@ -46,11 +55,6 @@ interface QueueState {
   renewEveryMillis: number | undefined;
   wait: boolean;
   timeoutMillis: number | undefined;
-}
-
-/** Options of one call. */
-export interface CallOptions {
-  signal?: AbortSignal;
 }
 
 /**
@@ -238,7 +242,12 @@ export class Queue<T = unknown, M extends "batch" | "each" = "batch"> {
 
   /** One pop with the settings chosen; empty when nothing is available. */
   pop(options: CallOptions = {}): Promise<Message<T>[]> {
-    const request = { ...this.popSettings(), batch: this.state.batch, wait: this.state.wait, timeoutMillis: this.state.timeoutMillis };
+    const request = {
+      ...this.popSettings(),
+      batch: this.state.batch,
+      wait: this.state.wait,
+      timeoutMillis: this.state.timeoutMillis,
+    };
     return this.host.core.pop<T>(request, options.signal);
   }
 

@@ -169,7 +169,8 @@ function parseResponse<T>(response: Response, text: string, accept: readonly num
       parsed = false;
     }
   }
-  if ((response.ok || accept.includes(response.status)) && parsed) return { status: response.status, body: body as T, headers: response.headers };
+  if ((response.ok || accept.includes(response.status)) && parsed)
+    return { status: response.status, body: body as T, headers: response.headers };
 
   const fields = isObject(body) ? body : {};
   const error = new ReginaError({

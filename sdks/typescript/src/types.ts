@@ -190,3 +190,9 @@ export interface TransactionResult {
 
 /** Where a named group starts on a queue it has never read. */
 export type SubscriptionMode = "all" | "new" | "new-only";
+
+/** Options every call accepts. */
+export interface CallOptions {
+  /** Cancels the call, including its retries. */
+  signal?: AbortSignal;
+}

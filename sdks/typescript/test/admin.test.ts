@@ -45,7 +45,9 @@ describe("messages and DLQ", () => {
     const [message] = (await queue.pop()) as [Message];
     const detail = await regina.admin.message(message);
     expect(detail).toMatchObject({ transactionId: "m1", payload: { look: "me up" }, status: "processing" });
-    await expect(regina.admin.message({ partitionId: message.partitionId, transactionId: "nope" })).rejects.toMatchObject({
+    await expect(
+      regina.admin.message({ partitionId: message.partitionId, transactionId: "nope" }),
+    ).rejects.toMatchObject({
       code: "message_not_found",
     });
   });
@@ -61,7 +63,12 @@ describe("messages and DLQ", () => {
 
     const dlq = await regina.admin.dlq({ queue: name });
     expect(dlq.total).toBe(1);
-    expect(dlq.messages[0]).toMatchObject({ transactionId: "p1", consumerGroup: "g", errorMessage: "bad input", data: "poison" });
+    expect(dlq.messages[0]).toMatchObject({
+      transactionId: "p1",
+      consumerGroup: "g",
+      errorMessage: "bad input",
+      data: "poison",
+    });
 
     const requeued = await regina.admin.requeue(dlq.messages[0] as (typeof dlq.messages)[0]);
     expect(requeued.consumerGroups).toEqual(["g"]);

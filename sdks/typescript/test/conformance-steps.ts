@@ -161,7 +161,9 @@ const STEPS: Record<string, StepFn> = {
 
   async ack(run, step) {
     const group = step.group as string | undefined;
-    const messages = refs<Message>(run, step).map((message) => (group ? { ...message, consumerGroup: group } : message));
+    const messages = refs<Message>(run, step).map((message) =>
+      group ? { ...message, consumerGroup: group } : message,
+    );
     const status = (step.status as "completed" | undefined) ?? "completed";
     const options = step.error === undefined ? {} : { error: step.error as string };
     const items = await run.client.ack(messages, status, options);
@@ -181,7 +183,10 @@ const STEPS: Record<string, StepFn> = {
       transaction.ack(message as Message, ack.status ?? "completed");
     }
     for (const push of (step.pushes ?? []) as { queue: string; partition?: string; items: Item[] }[]) {
-      transaction.queue(push.queue).partition(push.partition ?? "Default").push(push.items);
+      transaction
+        .queue(push.queue)
+        .partition(push.partition ?? "Default")
+        .push(push.items);
     }
     const result = await transaction.commit();
     return { success: result.success };

@@ -19,7 +19,9 @@ interface Scenario {
 
 const DEAD_URL = "http://127.0.0.1:9";
 const directory = fileURLToPath(new URL("../../conformance/scenarios/", import.meta.url));
-const files = readdirSync(directory).filter((file) => file.endsWith(".json")).sort();
+const files = readdirSync(directory)
+  .filter((file) => file.endsWith(".json"))
+  .sort();
 
 describe("conformance", () => {
   it("finds the scenarios", ({ expect }) => {

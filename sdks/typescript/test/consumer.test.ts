@@ -12,9 +12,12 @@ describe("consume", () => {
     const queue = client().queue(uniqueName("batch-ok"));
     await queue.push([{ payload: 1 }, { payload: 2 }, { payload: 3 }]);
     const batches: unknown[][] = [];
-    const summary = await queue.batch(10).idleMillis(300).consume((messages) => {
-      batches.push(messages.map((message) => message.data));
-    });
+    const summary = await queue
+      .batch(10)
+      .idleMillis(300)
+      .consume((messages) => {
+        batches.push(messages.map((message) => message.data));
+      });
     expect(batches).toEqual([[1, 2, 3]]);
     expect(summary).toEqual({ messages: 3, failures: 0, stoppedBy: "idle" });
     expect(await queue.batch(10).pop()).toEqual([]);
@@ -25,7 +28,10 @@ describe("consume", () => {
     const name = uniqueName("each-fail");
     const queue = regina.queue(name);
     await queue.config({ retryLimit: 0 }).create();
-    await queue.push([{ payload: "good", transactionId: "g" }, { payload: "bad", transactionId: "b" }]);
+    await queue.push([
+      { payload: "good", transactionId: "g" },
+      { payload: "bad", transactionId: "b" },
+    ]);
     const errors: unknown[] = [];
     const summary = await queue
       .group("workers")
@@ -114,7 +120,10 @@ describe("consume", () => {
 
   it("idleMillis stops a consumer of an empty queue on time", async () => {
     const started = Date.now();
-    const summary = await client().queue(uniqueName("idle")).idleMillis(400).consume(() => undefined);
+    const summary = await client()
+      .queue(uniqueName("idle"))
+      .idleMillis(400)
+      .consume(() => undefined);
     expect(summary).toEqual({ messages: 0, failures: 0, stoppedBy: "idle" });
     expect(Date.now() - started).toBeGreaterThanOrEqual(390);
     expect(Date.now() - started).toBeLessThan(3_000);

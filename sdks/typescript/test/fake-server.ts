@@ -16,8 +16,7 @@ export interface SeenRequest {
 
 /** How to answer one request. */
 export type Answer =
-  | { status: number; body?: unknown; headers?: Record<string, string>; delayMillis?: number }
-  | { drop: true };
+  { status: number; body?: unknown; headers?: Record<string, string>; delayMillis?: number } | { drop: true };
 
 /** A fake server answering from a script; the last answer repeats. */
 export class FakeServer {
@@ -62,7 +61,8 @@ export class FakeServer {
         return;
       }
       const send = () => {
-        const text = answer.body === undefined ? "" : typeof answer.body === "string" ? answer.body : JSON.stringify(answer.body);
+        const text =
+          answer.body === undefined ? "" : typeof answer.body === "string" ? answer.body : JSON.stringify(answer.body);
         response.writeHead(answer.status, { "Content-Type": "application/json", ...answer.headers });
         response.end(text);
       };

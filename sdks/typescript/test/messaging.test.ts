@@ -9,7 +9,10 @@ import { client, delay, uniqueName } from "./helpers.js";
 describe("push", () => {
   it("assigns a transactionId to items without one and reports duplicates", async () => {
     const queue = client().queue(uniqueName("push")).partition("p");
-    const results = await queue.push([{ payload: { n: 1 } }, { payload: { n: 2 }, transactionId: "fixed", traceId: "trace-7" }]);
+    const results = await queue.push([
+      { payload: { n: 1 } },
+      { payload: { n: 2 }, transactionId: "fixed", traceId: "trace-7" },
+    ]);
     expect(results.map((result) => result.status)).toEqual(["queued", "queued"]);
     expect(results[0]?.transactionId).toMatch(/^[0-9a-f-]{36}$/);
     expect(results[1]).toMatchObject({ index: 1, transactionId: "fixed", traceId: "trace-7" });
@@ -22,7 +25,9 @@ describe("push", () => {
 
   it("an invalid item is a validation_failed error naming the field and index", async () => {
     const queue = client().queue(uniqueName("invalid"));
-    const error = await queue.push([{ payload: 1 }, { payload: 2, traceId: "x".repeat(200) }]).catch((caught: unknown) => caught);
+    const error = await queue
+      .push([{ payload: 1 }, { payload: 2, traceId: "x".repeat(200) }])
+      .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ code: "validation_failed", status: 400, index: 1, field: "items[1].traceId" });
   });
 });
@@ -35,7 +40,13 @@ describe("pop and ack", () => {
     await queue.partition("a").push([{ payload: { n: 1 }, traceId: "t-1" }, { payload: { n: 2 } }]);
     const messages = await queue.group("g").batch(10).pop();
     expect(messages.map((message) => message.data)).toEqual([{ n: 1 }, { n: 2 }]);
-    expect(messages[0]).toMatchObject({ queue: name, partition: "a", consumerGroup: "g", traceId: "t-1", retryCount: 0 });
+    expect(messages[0]).toMatchObject({
+      queue: name,
+      partition: "a",
+      consumerGroup: "g",
+      traceId: "t-1",
+      retryCount: 0,
+    });
     expect(messages[0]?.leaseId).toBeTruthy();
     expect(messages[0]?.createdAt).toMatch(/Z$/);
 
@@ -160,7 +171,9 @@ describe("client-side buffer", () => {
     const pushes: Promise<unknown>[] = [];
     for (let n = 0; n < 25; n += 1) {
       const partition = n % 2 === 0 ? "even" : "odd";
-      pushes.push(regina.queue(name).partition(partition).buffer({ messageCount: 4, timeMillis: 60_000 }).push({ payload: n }));
+      pushes.push(
+        regina.queue(name).partition(partition).buffer({ messageCount: 4, timeMillis: 60_000 }).push({ payload: n }),
+      );
     }
     await Promise.all(pushes);
     await regina.queue(name).flush();

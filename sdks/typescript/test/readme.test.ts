@@ -28,7 +28,8 @@ function extract(): Map<string, string> {
 const samples = extract();
 
 beforeAll(() => {
-  if (!existsSync(`${root}dist/index.d.ts`)) throw new Error("run `npm run build` first: the samples import the built package");
+  if (!existsSync(`${root}dist/index.d.ts`))
+    throw new Error("run `npm run build` first: the samples import the built package");
   mkdirSync(directory, { recursive: true });
 });
 
@@ -53,9 +54,9 @@ describe("README samples", () => {
       types: ["node"],
       skipLibCheck: true,
     });
-    const diagnostics = ts.getPreEmitDiagnostics(program).map((diagnostic) =>
-      ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"),
-    );
+    const diagnostics = ts
+      .getPreEmitDiagnostics(program)
+      .map((diagnostic) => ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n"));
     expect(diagnostics).toEqual([]);
   }, 60_000);
 

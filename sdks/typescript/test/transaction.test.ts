@@ -60,7 +60,10 @@ describe("transaction", () => {
     const first = await transaction.commit();
     const second = await transaction.commit();
     expect(first.results.map((entry) => ("status" in entry ? entry.status : entry.success))).toEqual([true, "queued"]);
-    expect(second.results.map((entry) => ("status" in entry ? entry.status : entry.success))).toEqual([true, "duplicate"]);
+    expect(second.results.map((entry) => ("status" in entry ? entry.status : entry.success))).toEqual([
+      true,
+      "duplicate",
+    ]);
     expect((await target.batch(10).autoAck().pop()).map((entry) => entry.data)).toEqual(["once"]);
   });
 

@@ -55,7 +55,10 @@ describe("retries", () => {
       headers: { "X-Request-Id": "req-1" },
     });
     const client = new Regina({ url: firstUrl, retries: 3, ...FAST });
-    const error = await client.queue("q").push([{ payload: 1 }]).catch((caught: unknown) => caught);
+    const error = await client
+      .queue("q")
+      .push([{ payload: 1 }])
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ReginaError);
     expect(error).toMatchObject({
       code: "validation_failed",
@@ -71,7 +74,10 @@ describe("retries", () => {
   it("gives up after the configured retries with the last error", async () => {
     first.script({ status: 503, body: { error: "Broker is shutting down", code: "shutting_down" } });
     const client = new Regina({ url: firstUrl, retries: 2, ...FAST });
-    const error = await client.queue("q").pop().catch((caught: unknown) => caught);
+    const error = await client
+      .queue("q")
+      .pop()
+      .catch((caught: unknown) => caught);
     expect(error).toMatchObject({ name: "ReginaError", code: "shutting_down", status: 503 });
     expect(first.requests).toHaveLength(3);
   });
@@ -87,7 +93,10 @@ describe("retries", () => {
     first.script({ status: 503, body: { error: "x", code: "overloaded" } });
     const client = new Regina({ url: firstUrl, retries: 3, retryBaseMillis: 40, retryMaxMillis: 1_000 });
     const started = Date.now();
-    await client.queue("q").pop().catch(() => undefined);
+    await client
+      .queue("q")
+      .pop()
+      .catch(() => undefined);
     // Equal jitter: at least half of 40 + 80 + 160 ms.
     expect(Date.now() - started).toBeGreaterThanOrEqual(140);
     expect(first.requests).toHaveLength(4);
@@ -109,7 +118,9 @@ describe("retries", () => {
     const client = new Regina({ url: firstUrl, retries: 2, ...FAST });
     await client.queue("q").push([{ payload: { n: 1 } }, { payload: { n: 2 }, transactionId: "mine" }]);
     expect(first.requests).toHaveLength(2);
-    const [attempt1, attempt2] = first.requests.map((request) => JSON.parse(request.body) as { items: { transactionId: string }[] });
+    const [attempt1, attempt2] = first.requests.map(
+      (request) => JSON.parse(request.body) as { items: { transactionId: string }[] },
+    );
     const ids = attempt1?.items.map((item) => item.transactionId);
     expect(ids?.[0]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(ids?.[1]).toBe("mine");
@@ -129,7 +140,12 @@ describe("failover", () => {
   it("moves to the next server on a 5xx without waiting, and prefers the one that answered", async () => {
     first.script({ status: 503, body: { error: "x", code: "shutting_down" } });
     second.script({ status: 204 });
-    const client = new Regina({ servers: [firstUrl, secondUrl], retries: 3, retryBaseMillis: 5_000, retryMaxMillis: 5_000 });
+    const client = new Regina({
+      servers: [firstUrl, secondUrl],
+      retries: 3,
+      retryBaseMillis: 5_000,
+      retryMaxMillis: 5_000,
+    });
     const started = Date.now();
     await client.queue("q").pop();
     await client.queue("q").pop();
@@ -140,7 +156,10 @@ describe("failover", () => {
 
   it("reports a network error when no server answers", async () => {
     const client = new Regina({ servers: [DEAD_URL], retries: 1, ...FAST });
-    const error = await client.queue("q").pop().catch((caught: unknown) => caught);
+    const error = await client
+      .queue("q")
+      .pop()
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ReginaNetworkError);
     expect(error).not.toBeInstanceOf(ReginaTimeoutError);
     expect((error as ReginaNetworkError).url).toContain(DEAD_URL);
@@ -151,7 +170,10 @@ describe("timeouts", () => {
   it("a slow answer is a timeout error, retried", async () => {
     first.script({ status: 204, delayMillis: 500 });
     const client = new Regina({ url: firstUrl, retries: 1, timeoutMillis: 100, ...FAST });
-    const error = await client.queue("q").pop().catch((caught: unknown) => caught);
+    const error = await client
+      .queue("q")
+      .pop()
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(ReginaTimeoutError);
     expect((error as ReginaTimeoutError).timeoutMillis).toBe(100);
     expect(first.requests).toHaveLength(2);
@@ -171,7 +193,10 @@ describe("timeouts", () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
     const started = Date.now();
-    const error = await client.queue("q").pop({ signal: controller.signal }).catch((caught: unknown) => caught);
+    const error = await client
+      .queue("q")
+      .pop({ signal: controller.signal })
+      .catch((caught: unknown) => caught);
     expect((error as Error).name).toBe("AbortError");
     expect(Date.now() - started).toBeLessThan(2_000);
   });
@@ -189,7 +214,10 @@ describe("requests and answers", () => {
   it("treats 204 and 200 with no messages alike", async () => {
     first.script(
       { status: 204 },
-      { status: 200, body: { success: true, queue: "q", partitionId: null, leaseId: null, messages: [], reason: "empty" } },
+      {
+        status: 200,
+        body: { success: true, queue: "q", partitionId: null, leaseId: null, messages: [], reason: "empty" },
+      },
     );
     const client = new Regina({ url: firstUrl });
     expect(await client.queue("q").pop()).toEqual([]);
@@ -231,15 +259,40 @@ describe("requests and answers", () => {
       headers: { "Retry-After": "1" },
       body: [
         QUEUED(0, "a"),
-        { index: 1, transaction_id: "b", status: "failed", queueName: "q", error: "Queue is full (maxSize 1)", code: "queue_full" },
+        {
+          index: 1,
+          transaction_id: "b",
+          status: "failed",
+          queueName: "q",
+          error: "Queue is full (maxSize 1)",
+          code: "queue_full",
+        },
       ],
     });
     const client = new Regina({ url: firstUrl, retries: 3 });
-    const error = (await client.queue("q").push([{ payload: 1 }, { payload: 2 }]).catch((caught: unknown) => caught)) as ReginaError;
+    const error = (await client
+      .queue("q")
+      .push([{ payload: 1 }, { payload: 2 }])
+      .catch((caught: unknown) => caught)) as ReginaError;
     expect(error).toMatchObject({ code: "queue_full", status: 429, message: "Queue is full (maxSize 1)" });
     expect(error.results).toEqual([
-      { index: 0, transactionId: "a", status: "queued", messageId: "m", partitionId: "p", traceId: null, queueName: "q" },
-      { index: 1, transactionId: "b", status: "failed", queueName: "q", error: "Queue is full (maxSize 1)", code: "queue_full" },
+      {
+        index: 0,
+        transactionId: "a",
+        status: "queued",
+        messageId: "m",
+        partitionId: "p",
+        traceId: null,
+        queueName: "q",
+      },
+      {
+        index: 1,
+        transactionId: "b",
+        status: "failed",
+        queueName: "q",
+        error: "Queue is full (maxSize 1)",
+        code: "queue_full",
+      },
     ]);
     expect(first.requests).toHaveLength(1);
   });
