@@ -270,7 +270,7 @@ func (r *conformance) consume(ctx context.Context, s map[string]any) (any, error
 		q = q.SubscriptionMode(mode)
 	}
 	var got []*regina.Message
-	err := q.Consume(ctx, func(_ context.Context, m *regina.Message) error {
+	_, err := q.Consume(ctx, func(_ context.Context, m *regina.Message) error {
 		got = append(got, m)
 		payload := jsonValue(m.Data)
 		for _, f := range fail {

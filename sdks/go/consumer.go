@@ -68,8 +68,8 @@ type BatchHandler func(ctx context.Context, batch []*Message) error
 // (Client.Ack, or a committed Transaction) are not acked again. After a failure in a partition,
 // the rest of that partition's batch is left to be delivered again, in order.
 //
-// Consume returns nil when ctx is cancelled, when Limit messages were handled, or after
-// IdleTimeout without messages. Stopping is graceful: handlers already running finish (their
+// Consume returns when ctx is cancelled, when Limit messages were handled, or after IdleTimeout
+// without messages; the summary says which. Stopping is graceful: handlers already running finish (their
 // ctx is not cancelled) and are acked; popped messages not yet handled are released at once;
 // nothing new is popped.
 //
@@ -77,7 +77,7 @@ type BatchHandler func(ctx context.Context, batch []*Message) error
 //
 // A pop the broker rejects as invalid (*Error with a 4xx status) ends the loop with that error.
 // Transient failures go to OnError and the loop continues.
-func (q *Queue) Consume(ctx context.Context, h Handler) error {
+func (q *Queue) Consume(ctx context.Context, h Handler) (ConsumeSummary, error) {
 	return q.run(ctx, func(r *consumerRun, msgs []*Message) int { return r.handleEach(h, msgs) })
 }
 
@@ -86,8 +86,28 @@ func (q *Queue) Consume(ctx context.Context, h Handler) error {
 // # Errors
 //
 // As Consume.
-func (q *Queue) ConsumeBatch(ctx context.Context, h BatchHandler) error {
+func (q *Queue) ConsumeBatch(ctx context.Context, h BatchHandler) (ConsumeSummary, error) {
 	return q.run(ctx, func(r *consumerRun, msgs []*Message) int { return r.handleBatch(h, msgs) })
+}
+
+// StopReason tells why a consumer returned.
+type StopReason string
+
+// Stop reasons.
+const (
+	StopCancelled StopReason = "cancelled" // the caller's context ended
+	StopLimit     StopReason = "limit"     // Limit messages were handled
+	StopIdle      StopReason = "idle"      // IdleTimeout passed without messages
+	StopError     StopReason = "error"     // the broker refused a pop (the error is returned)
+)
+
+// ConsumeSummary is what a finished consumer did.
+type ConsumeSummary struct {
+	// Messages counts the messages given to the handler (repeats included).
+	Messages int
+	// Failures counts handler calls that returned an error or panicked.
+	Failures  int
+	StoppedBy StopReason
 }
 
 // consumerRun is the shared state of one Consume call.
@@ -101,11 +121,13 @@ type consumerRun struct {
 	reserved int // messages requested by pops in flight
 	handled  int // messages given to the handler
 	fatal    error
+	reason   StopReason
+	failures atomic.Int32
 
 	lastActivity atomic.Int64 // unix nanoseconds
 }
 
-func (q *Queue) run(ctx context.Context, process func(*consumerRun, []*Message) int) error {
+func (q *Queue) run(ctx context.Context, process func(*consumerRun, []*Message) int) (ConsumeSummary, error) {
 	stopped, stop := context.WithCancel(ctx)
 	defer stop()
 	r := &consumerRun{q: q, stopped: stopped, stop: stop, work: context.WithoutCancel(ctx)}
@@ -120,7 +142,13 @@ func (q *Queue) run(ctx context.Context, process func(*consumerRun, []*Message) 
 		}()
 	}
 	wg.Wait()
-	return r.fatal
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reason == "" {
+		r.reason = StopCancelled
+	}
+	summary := ConsumeSummary{Messages: r.handled, Failures: int(r.failures.Load()), StoppedBy: r.reason}
+	return summary, r.fatal
 }
 
 // loop is one worker: pop, handle, ack, until the run stops.
@@ -129,7 +157,7 @@ func (r *consumerRun) loop(process func(*consumerRun, []*Message) int) {
 	for r.stopped.Err() == nil {
 		wait, ok := r.pollWait()
 		if !ok {
-			r.stop()
+			r.stopFor(StopIdle)
 			return
 		}
 		n := r.reserve()
@@ -189,7 +217,7 @@ func (r *consumerRun) reserve() int {
 	if limit > 0 {
 		batch = min(batch, limit-r.handled-r.reserved)
 		if r.handled >= limit {
-			r.stop()
+			r.stopLocked(StopLimit)
 		}
 		if batch <= 0 {
 			return 0
@@ -212,16 +240,30 @@ func (r *consumerRun) finish(reserved, handled int) {
 	r.reserved -= reserved
 	r.handled += handled
 	if r.q.consume.limit > 0 && r.handled >= r.q.consume.limit {
-		r.stop()
+		r.stopLocked(StopLimit)
 	}
 }
 
 func (r *consumerRun) fail(err error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.fatal == nil {
 		r.fatal = err
 	}
-	r.mu.Unlock()
+	r.stopLocked(StopError)
+}
+
+func (r *consumerRun) stopFor(reason StopReason) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopLocked(reason)
+}
+
+// stopLocked stops popping; the first reason given is the one reported.
+func (r *consumerRun) stopLocked(reason StopReason) {
+	if r.reason == "" && r.stopped.Err() == nil {
+		r.reason = reason
+	}
 	r.stop()
 }
 
@@ -255,6 +297,7 @@ func (r *consumerRun) handleEach(h Handler, msgs []*Message) int {
 		err := safeCall(func() error { return h(r.work, m) })
 		handled++
 		if err != nil {
+			r.failures.Add(1)
 			r.report(&HandlerError{Message: m, Err: err})
 		}
 		switch {
@@ -276,6 +319,7 @@ func (r *consumerRun) handleBatch(h BatchHandler, msgs []*Message) int {
 	defer r.renewing(msgs)()
 	err := safeCall(func() error { return h(r.work, msgs) })
 	if err != nil {
+		r.failures.Add(1)
 		r.report(&HandlerError{Message: msgs[0], Err: err})
 	}
 	if r.q.autoAck {

@@ -58,7 +58,7 @@ func TestConsumeHandlesEachMessageInOrderAndAcksIt(t *testing.T) {
 	c := liveClient(t)
 	q := seed(t, c, 25, "p")
 	var got []int
-	err := c.Queue(q).Group("g").Batch(10).Limit(25).IdleTimeout(5*time.Second).OnError(failOnError(t)).
+	sum, err := c.Queue(q).Group("g").Batch(10).Limit(25).IdleTimeout(5*time.Second).OnError(failOnError(t)).
 		Consume(testContext(t, 30*time.Second), func(_ context.Context, m *regina.Message) error {
 			got = append(got, payloadOf(t, m))
 			return nil
@@ -71,8 +71,8 @@ func TestConsumeHandlesEachMessageInOrderAndAcksIt(t *testing.T) {
 			t.Fatalf("handled %v, want 1..25 in order", got)
 		}
 	}
-	if len(got) != 25 {
-		t.Fatalf("handled %d messages, want 25", len(got))
+	if len(got) != 25 || sum != (regina.ConsumeSummary{Messages: 25, StoppedBy: regina.StopLimit}) {
+		t.Fatalf("handled %d messages, summary %+v", len(got), sum)
 	}
 	assertDrained(t, c, q, "g")
 }
@@ -81,7 +81,7 @@ func TestAFailingHandlerFailsTheMessageWithItsErrorText(t *testing.T) {
 	c := liveClient(t)
 	q := seed(t, c, 3, "p", regina.RetryLimit(0))
 	var calls []int
-	err := c.Queue(q).Group("g").Batch(3).Limit(3).IdleTimeout(3*time.Second).
+	sum, err := c.Queue(q).Group("g").Batch(3).Limit(3).IdleTimeout(3*time.Second).
 		Consume(testContext(t, 30*time.Second), func(_ context.Context, m *regina.Message) error {
 			n := payloadOf(t, m)
 			calls = append(calls, n)
@@ -95,8 +95,8 @@ func TestAFailingHandlerFailsTheMessageWithItsErrorText(t *testing.T) {
 	}
 	// 1 completed; 2 failed (retryLimit 0: straight to the DLQ); 3 skipped in the failed batch
 	// and delivered again by the next pop.
-	if fmt.Sprint(calls) != "[1 2 3]" {
-		t.Fatalf("handler calls %v, want [1 2 3]", calls)
+	if fmt.Sprint(calls) != "[1 2 3]" || sum != (regina.ConsumeSummary{Messages: 3, Failures: 1, StoppedBy: regina.StopLimit}) {
+		t.Fatalf("handler calls %v, want [1 2 3]; summary %+v", calls, sum)
 	}
 	page, err := c.DLQ(testContext(t, 10*time.Second), regina.DLQFilter{Queue: q, ConsumerGroup: "g"})
 	if err != nil {
@@ -112,7 +112,7 @@ func TestAFailingHandlerFailsTheMessageWithItsErrorText(t *testing.T) {
 func TestAPanickingHandlerIsAFailureNotACrash(t *testing.T) {
 	c := liveClient(t)
 	q := seed(t, c, 1, "p", regina.RetryLimit(0))
-	err := c.Queue(q).Group("g").Limit(1).IdleTimeout(3*time.Second).
+	_, err := c.Queue(q).Group("g").Limit(1).IdleTimeout(3*time.Second).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error { panic("boom") })
 	if err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestABatchHandlerFailureChargesOneAttemptAndRedeliversTheBatch(t *testing.T
 	q := seed(t, c, 3, "p", regina.RetryLimit(1))
 	var batches [][]int
 	var retryCounts []int
-	err := c.Queue(q).Group("g").Batch(3).Limit(9).IdleTimeout(2*time.Second).
+	sum, err := c.Queue(q).Group("g").Batch(3).Limit(9).IdleTimeout(2*time.Second).
 		ConsumeBatch(testContext(t, 30*time.Second), func(_ context.Context, batch []*regina.Message) error {
 			var ns []int
 			for _, m := range batch {
@@ -146,6 +146,9 @@ func TestABatchHandlerFailureChargesOneAttemptAndRedeliversTheBatch(t *testing.T
 	}
 	// Two failures charge the head (message 1) twice: over retryLimit 1 it is dead-lettered, and
 	// the rest of the batch comes again.
+	if sum != (regina.ConsumeSummary{Messages: 8, Failures: 2, StoppedBy: regina.StopIdle}) {
+		t.Fatalf("summary %+v", sum)
+	}
 	if fmt.Sprint(batches) != "[[1 2 3] [1 2 3] [2 3]]" || fmt.Sprint(retryCounts) != "[0 1 0]" {
 		t.Fatalf("batches %v with head retry counts %v", batches, retryCounts)
 	}
@@ -160,7 +163,7 @@ func TestLimitStopsAfterExactlyThatManyMessages(t *testing.T) {
 	c := liveClient(t)
 	q := seed(t, c, 10, "p")
 	var handled atomic.Int32
-	err := c.Queue(q).Group("g").Batch(4).Concurrency(3).Limit(6).OnError(failOnError(t)).
+	sum, err := c.Queue(q).Group("g").Batch(4).Concurrency(3).Limit(6).OnError(failOnError(t)).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error {
 			handled.Add(1)
 			return nil
@@ -168,8 +171,8 @@ func TestLimitStopsAfterExactlyThatManyMessages(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if handled.Load() != 6 {
-		t.Fatalf("handled %d, want 6", handled.Load())
+	if handled.Load() != 6 || sum.Messages != 6 || sum.StoppedBy != regina.StopLimit {
+		t.Fatalf("handled %d, summary %+v: want 6 and a limit stop", handled.Load(), sum)
 	}
 	rest, err := c.Queue(q).Group("g").Batch(10).Pop(testContext(t, 10*time.Second))
 	if err != nil || len(rest) != 4 || payloadOf(t, rest[0]) != 7 {
@@ -180,13 +183,16 @@ func TestLimitStopsAfterExactlyThatManyMessages(t *testing.T) {
 func TestIdleTimeoutStopsAnIdleConsumer(t *testing.T) {
 	c := liveClient(t)
 	start := time.Now()
-	err := c.Queue(uniqueName("go-idle")).Group("g").IdleTimeout(300*time.Millisecond).
+	sum, err := c.Queue(uniqueName("go-idle")).Group("g").IdleTimeout(300*time.Millisecond).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error {
 			t.Error("no message was pushed")
 			return nil
 		})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if sum.StoppedBy != regina.StopIdle || sum.Messages != 0 {
+		t.Fatalf("summary %+v", sum)
 	}
 	if d := time.Since(start); d < 300*time.Millisecond || d > 3*time.Second {
 		t.Fatalf("stopped after %s, want about 300ms", d)
@@ -201,9 +207,13 @@ func TestCancellingStopsGracefully(t *testing.T) {
 	started, finish := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
 	var handlerCtxErr error
-	done := make(chan error, 1)
+	type outcome struct {
+		sum regina.ConsumeSummary
+		err error
+	}
+	done := make(chan outcome, 1)
 	go func() {
-		done <- c.Queue(q).Group("g").Batch(5).OnError(failOnError(t)).
+		sum, err := c.Queue(q).Group("g").Batch(5).OnError(failOnError(t)).
 			Consume(ctx, func(hctx context.Context, m *regina.Message) error {
 				if calls.Add(1) == 1 {
 					close(started)
@@ -212,15 +222,16 @@ func TestCancellingStopsGracefully(t *testing.T) {
 				}
 				return nil
 			})
+		done <- outcome{sum, err}
 	}()
 	<-started
 	cancel()
 	time.Sleep(100 * time.Millisecond) // the loop sees the cancellation while the handler runs
 	close(finish)
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Consume returned %v after a cancellation", err)
+	case out := <-done:
+		if out.err != nil || out.sum != (regina.ConsumeSummary{Messages: 1, StoppedBy: regina.StopCancelled}) {
+			t.Fatalf("Consume returned %+v, %v after a cancellation", out.sum, out.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Consume did not stop")
@@ -240,7 +251,7 @@ func TestLeaseRenewalKeepsLongWorkLeased(t *testing.T) {
 	c := liveClient(t)
 	q := seed(t, c, 1, "p", regina.LeaseTime(time.Second))
 	var calls atomic.Int32
-	err := c.Queue(q).Group("g").Limit(1).RenewLease(true, 300*time.Millisecond).OnError(failOnError(t)).
+	_, err := c.Queue(q).Group("g").Limit(1).RenewLease(true, 300*time.Millisecond).OnError(failOnError(t)).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error {
 			calls.Add(1)
 			time.Sleep(2500 * time.Millisecond) // two and a half lease times
@@ -267,7 +278,7 @@ func TestConcurrencyRunsThatManyHandlersAtOnce(t *testing.T) {
 	var running, peak atomic.Int32
 	var mu sync.Mutex
 	seen := map[string]bool{}
-	err := c.Queue(q).Group("g").Concurrency(2).Limit(4).OnError(failOnError(t)).
+	_, err := c.Queue(q).Group("g").Concurrency(2).Limit(4).OnError(failOnError(t)).
 		Consume(ctx, func(_ context.Context, m *regina.Message) error {
 			n := running.Add(1)
 			defer running.Add(-1)
@@ -295,7 +306,7 @@ func TestAutoAckConsumerNeedsNoAcks(t *testing.T) {
 	c := liveClient(t)
 	q := seed(t, c, 3, "p")
 	var got []int
-	err := c.Queue(q).Group("g").Batch(10).AutoAck(true).Limit(3).OnError(failOnError(t)).
+	_, err := c.Queue(q).Group("g").Batch(10).AutoAck(true).Limit(3).OnError(failOnError(t)).
 		Consume(testContext(t, 30*time.Second), func(_ context.Context, m *regina.Message) error {
 			if m.LeaseID != "" {
 				t.Errorf("autoAck delivery with lease %q", m.LeaseID)
@@ -311,11 +322,11 @@ func TestAutoAckConsumerNeedsNoAcks(t *testing.T) {
 
 func TestAnInvalidConsumerSettingEndsConsumeWithTheBrokersError(t *testing.T) {
 	c := liveClient(t)
-	err := c.Queue(uniqueName("go-invalid")).Group("g").SubscriptionMode("sideways").IdleTimeout(5*time.Second).
+	sum, err := c.Queue(uniqueName("go-invalid")).Group("g").SubscriptionMode("sideways").IdleTimeout(5*time.Second).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error { return nil })
 	var e *regina.Error
-	if !errors.As(err, &e) || e.Status != 400 {
-		t.Fatalf("want a 400 *regina.Error, got %v", err)
+	if !errors.As(err, &e) || e.Status != 400 || sum.StoppedBy != regina.StopError {
+		t.Fatalf("want a 400 *regina.Error, got %v (summary %+v)", err, sum)
 	}
 }
 
@@ -323,7 +334,7 @@ func TestMessagesTheHandlerAckedItselfAreNotAckedAgain(t *testing.T) {
 	c := liveClient(t)
 	q := seed(t, c, 2, "p")
 	var reports []error
-	err := c.Queue(q).Group("g").Batch(2).Limit(2).
+	_, err := c.Queue(q).Group("g").Batch(2).Limit(2).
 		OnError(func(err error) { reports = append(reports, err) }).
 		Consume(testContext(t, 30*time.Second), func(ctx context.Context, m *regina.Message) error {
 			// Settled by the handler; a second ack from the consumer would be reported.
