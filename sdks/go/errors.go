@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 )
@@ -87,6 +88,8 @@ type Error struct {
 	Field string
 	// Index is the offending array index, or -1 when the broker names none.
 	Index int
+	// Limit is the limit that was exceeded (too_many_items, …), or 0 when the broker names none.
+	Limit int64
 
 	body       []byte        // the raw response body, for calls whose error responses carry results
 	retryAfter time.Duration // the broker's Retry-After, if any
@@ -126,9 +129,10 @@ func (e *Error) Is(target error) bool {
 	return t.Status == 0 || t.Status == e.Status
 }
 
-// Temporary reports whether repeating the request may succeed: 5xx answers and queue_full.
+// Temporary reports whether repeating the request may succeed: 5xx answers other than 501, and
+// queue_full.
 func (e *Error) Temporary() bool {
-	return e.Status >= 500 || e.Code == CodeQueueFull
+	return (e.Status >= 500 && e.Status != http.StatusNotImplemented) || e.Code == CodeQueueFull
 }
 
 // CodeOf returns the broker code carried by err (through wrapping), or "" when err is not an
@@ -173,7 +177,7 @@ func isRetryable(err error) bool {
 		return true
 	}
 	var e *Error
-	return errors.As(err, &e) && e.Status >= 500
+	return errors.As(err, &e) && e.Status >= 500 && e.Status != http.StatusNotImplemented
 }
 
 // isStop reports whether err is the caller's own cancellation or deadline.

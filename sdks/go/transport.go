@@ -135,6 +135,7 @@ type wireError struct {
 	Code  string `json:"code"`
 	Field string `json:"field"`
 	Index *int   `json:"index"`
+	Limit int64  `json:"limit"`
 }
 
 // decodeError turns an error response into an *Error; a body without a code (a proxy's page, for
@@ -143,7 +144,7 @@ func decodeError(resp *http.Response, data []byte) *Error {
 	e := &Error{Status: resp.StatusCode, Index: -1, body: data}
 	var w wireError
 	if json.Unmarshal(data, &w) == nil && w.Code != "" {
-		e.Code, e.Message, e.Field = w.Code, w.Error, w.Field
+		e.Code, e.Message, e.Field, e.Limit = w.Code, w.Error, w.Field, w.Limit
 		if w.Index != nil {
 			e.Index = *w.Index
 		}

@@ -132,7 +132,7 @@ func TestPushIsRetriedOn5xxWithTheSameTransactionIDs(t *testing.T) {
 
 func TestClientErrorsAreNeverRetriedAndCarryTheServerCode(t *testing.T) {
 	srv := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
-		reply(w, 400, `{"error":"Invalid traceId","code":"validation_failed","field":"items[3].traceId","index":3}`)
+		reply(w, 400, `{"error":"Invalid traceId","code":"validation_failed","field":"items[3].traceId","index":3,"limit":128}`)
 	})
 	c := fakeClient(t, srv.URL)
 	_, err := c.Queue("q").Push(context.Background(), regina.Item{Payload: 1})
@@ -140,7 +140,7 @@ func TestClientErrorsAreNeverRetriedAndCarryTheServerCode(t *testing.T) {
 	if !errors.As(err, &e) {
 		t.Fatalf("want *regina.Error, got %T %v", err, err)
 	}
-	if e.Code != regina.CodeValidationFailed || e.Status != 400 || e.Field != "items[3].traceId" || e.Index != 3 {
+	if e.Code != regina.CodeValidationFailed || e.Status != 400 || e.Field != "items[3].traceId" || e.Index != 3 || e.Limit != 128 {
 		t.Fatalf("error %+v", e)
 	}
 	if !errors.Is(err, regina.ErrValidationFailed) || errors.Is(err, regina.ErrLeaseExpired) {
@@ -151,6 +151,16 @@ func TestClientErrorsAreNeverRetriedAndCarryTheServerCode(t *testing.T) {
 	}
 	if srv.count() != 1 {
 		t.Fatalf("a 4xx was sent %d times", srv.count())
+	}
+}
+
+func TestNotImplementedIsNotRetried(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) {
+		reply(w, 501, `{"error":"Streams API is not available in this version","code":"not_implemented"}`)
+	})
+	_, err := fakeClient(t, srv.URL).Queue("q").Pop(context.Background())
+	if regina.CodeOf(err) != regina.CodeNotImplemented || srv.count() != 1 {
+		t.Fatalf("got %v after %d attempts", err, srv.count())
 	}
 }
 
