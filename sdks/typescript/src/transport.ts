@@ -75,6 +75,7 @@ export class Transport {
    * @throws the signal's reason when `signal` aborts.
    */
   async request<T>(request: RequestOptions): Promise<HttpResult<T>> {
+    if (request.signal?.aborted) throw request.signal.reason;
     const start = this.preferred;
     let lastError: unknown;
     for (let attempt = 0; attempt <= this.options.retries; attempt += 1) {

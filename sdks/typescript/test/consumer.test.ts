@@ -77,6 +77,29 @@ describe("consume", () => {
     ]);
   });
 
+  it("each() keeps going in the other partitions of a batch after a failure in one", async () => {
+    const queue = client().queue(uniqueName("each-partitions"));
+    await queue.config({ retryLimit: 3 }).create();
+    await queue.partition("p1").push([{ payload: "a1" }, { payload: "a2" }]);
+    await queue.partition("p2").push([{ payload: "b1" }, { payload: "b2" }]);
+    const seen: unknown[] = [];
+    const errors: unknown[] = [];
+    await queue
+      .batch(10)
+      .partitions(2)
+      .each()
+      .idleMillis(500)
+      .consume(
+        (message) => {
+          seen.push(message.data);
+          if (message.data === "a1" && seen.length === 1) throw new Error("first try fails");
+        },
+        { onError: (error) => errors.push(error) },
+      );
+    expect(seen).toEqual(["a1", "b1", "b2", "a1", "a2"]);
+    expect(errors).toHaveLength(1);
+  });
+
   it("a batch handler that throws charges the first message of the batch", async () => {
     const queue = client().queue(uniqueName("batch-fail"));
     await queue.config({ retryLimit: 3 }).create();
