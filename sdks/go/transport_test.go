@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -384,5 +385,60 @@ func TestInvalidServerURLIsRejected(t *testing.T) {
 		if _, err := regina.New(u); err == nil {
 			t.Fatalf("New(%q) accepted", u)
 		}
+	}
+}
+
+func TestConsumerKeepsGoingThroughTransientFailures(t *testing.T) {
+	const delivery = `{"success":true,"queue":"q","partition":"p","partitionId":"pid","leaseId":"L","consumerGroup":"g","partitionsClaimed":1,
+		"messages":[{"id":"m1","transactionId":"t1","traceId":null,"data":{"n":1},"producerSub":null,"createdAt":"2026-05-10T09:00:01.123456Z",
+		"partitionId":"pid","partition":"p","queue":"q","leaseId":"L","consumerGroup":"g","retryCount":0}]}`
+	pops := 0
+	srv := newFake(t, func(w http.ResponseWriter, r *http.Request, _ int) {
+		if r.URL.Path == "/api/v1/ack/batch" {
+			reply(w, 200, `[{"index":0,"transactionId":"t1","success":true,"error":null,"code":null,"leaseReleased":true,"dlq":false}]`)
+			return
+		}
+		if pops++; pops <= 2 {
+			w.Header().Set("Retry-After", "1")
+			reply(w, 503, `{"error":"Too many waiters","code":"overloaded"}`)
+			return
+		}
+		reply(w, 200, delivery)
+	})
+	c := fakeClient(t, srv.URL, regina.WithRetries(0))
+	var reported []error
+	sum, err := c.Queue("q").Group("g").Limit(1).OnError(func(err error) { reported = append(reported, err) }).
+		Consume(context.Background(), func(_ context.Context, m *regina.Message) error {
+			if m.TransactionID != "t1" || m.CreatedAt.Nanosecond() != 123456000 {
+				t.Errorf("message %+v", m)
+			}
+			return nil
+		})
+	if err != nil || sum.Messages != 1 || sum.StoppedBy != regina.StopLimit {
+		t.Fatalf("summary %+v, err %v", sum, err)
+	}
+	if len(reported) != 2 || !errors.Is(reported[0], regina.ErrOverloaded) {
+		t.Fatalf("reported %v, want the two overloaded answers", reported)
+	}
+	ack := srv.request(srv.count() - 1)
+	var body struct {
+		Acknowledgments []map[string]string `json:"acknowledgments"`
+	}
+	if err := json.Unmarshal(ack.body, &body); err != nil || len(body.Acknowledgments) != 1 {
+		t.Fatalf("ack body %s (%v)", ack.body, err)
+	}
+	want := map[string]string{"transactionId": "t1", "partitionId": "pid", "status": "completed", "leaseId": "L", "consumerGroup": "g"}
+	if fmt.Sprint(body.Acknowledgments[0]) != fmt.Sprint(want) {
+		t.Fatalf("ack %v, want %v", body.Acknowledgments[0], want)
+	}
+}
+
+func TestAConsumerWithACancelledContextSendsNothing(t *testing.T) {
+	srv := newFake(t, func(w http.ResponseWriter, _ *http.Request, _ int) { w.WriteHeader(http.StatusNoContent) })
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	sum, err := fakeClient(t, srv.URL).Queue("q").Consume(ctx, func(context.Context, *regina.Message) error { return nil })
+	if err != nil || sum.StoppedBy != regina.StopCancelled || srv.count() != 0 {
+		t.Fatalf("summary %+v, err %v, %d requests", sum, err, srv.count())
 	}
 }
