@@ -202,3 +202,74 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
 pub fn long_poll_timeout(wait_ms: u64) -> Duration {
     Duration::from_millis(wait_ms).saturating_add(REQUEST_TIMEOUT)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(server: &str) -> Result<Client, CliError> {
+        Client::new(&Connection {
+            server: server.to_owned(),
+            token: None,
+            json: false,
+        })
+    }
+
+    fn url(client: &Client, path: &[&str]) -> String {
+        let request = client
+            .request(Method::GET, path)
+            .ok()
+            .and_then(|r| r.build().ok());
+        request.map(|r| r.url().to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn path_segments_are_percent_encoded_one_by_one() {
+        let Ok(c) = client("http://127.0.0.1:6632") else {
+            panic!("a valid server URL")
+        };
+        assert_eq!(
+            url(
+                &c,
+                &[
+                    "api",
+                    "v1",
+                    "pop",
+                    "queue",
+                    "a b/c?d",
+                    "partition",
+                    "é.x-_~"
+                ]
+            ),
+            "http://127.0.0.1:6632/api/v1/pop/queue/a%20b%2Fc%3Fd/partition/%C3%A9.x-_~"
+        );
+    }
+
+    #[test]
+    fn a_base_url_keeps_its_path_prefix() {
+        let Ok(c) = client("https://mq.example.com/regina/") else {
+            panic!("a valid server URL")
+        };
+        assert_eq!(
+            url(&c, &["api", "v1", "dlq"]),
+            "https://mq.example.com/regina/api/v1/dlq"
+        );
+    }
+
+    #[test]
+    fn unusable_server_urls_and_empty_names_are_usage_errors() {
+        for server in ["ftp://host", "localhost:6632", "http://h/?x=1", "not a url"] {
+            assert!(
+                matches!(client(server), Err(CliError::Usage(_))),
+                "{server} accepted"
+            );
+        }
+        let Ok(c) = client("http://127.0.0.1:6632") else {
+            panic!("a valid server URL")
+        };
+        assert!(matches!(
+            c.request(Method::GET, &["api", "v1", "pop", "queue", ""]),
+            Err(CliError::Usage(_))
+        ));
+    }
+}

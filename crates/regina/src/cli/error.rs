@@ -102,3 +102,42 @@ impl CliError {
         matches!(self, CliError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_errors_print_verbatim_as_json_and_with_status_for_people() {
+        let body = r#"{"error":"Queue not found","code":"queue_not_found"}"#;
+        let error = CliError::Server {
+            status: 404,
+            error: "Queue not found".to_owned(),
+            code: "queue_not_found".to_owned(),
+            body: Some(body.to_owned()),
+        };
+        assert_eq!(error.to_json_line(), body);
+        assert_eq!(
+            error.to_human_line(),
+            "Queue not found (404 queue_not_found)"
+        );
+    }
+
+    #[test]
+    fn client_errors_carry_their_own_codes() {
+        let error = CliError::Usage("no payload".to_owned());
+        assert_eq!(
+            error.to_json_line(),
+            r#"{"code":"usage","error":"no payload"}"#
+        );
+        assert_eq!(error.to_human_line(), "no payload (usage)");
+        let item = json!({"index": 0, "success": false, "error": "Invalid or expired lease",
+                          "code": "lease_expired"});
+        let error = CliError::from_item(200, &item);
+        assert_eq!(error.code(), "lease_expired");
+        assert_eq!(
+            error.to_human_line(),
+            "Invalid or expired lease (lease_expired)"
+        );
+    }
+}

@@ -24,6 +24,8 @@ const WAIT_MS_DEFAULT: u64 = 30_000;
 /// An empty answer that came back sooner than this (pop maintenance, a broker shutting down)
 /// is followed by a pause of this length, so tail never spins.
 const EARLY_EMPTY_PAUSE: Duration = Duration::from_secs(1);
+/// Pause before trying again after a `503` (database down, broker overloaded).
+const UNAVAILABLE_PAUSE: Duration = Duration::from_secs(1);
 /// How long removing the throw-away group may take when tail stops.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
 /// Prefix of the throw-away group's name.
@@ -148,7 +150,7 @@ async fn follow(
         let popped = match popped {
             Err(e @ CliError::Server { status: 503, .. }) => {
                 output::note(&format!("{}; trying again", e.to_human_line()));
-                if pause(stop, EARLY_EMPTY_PAUSE).await {
+                if pause(stop, UNAVAILABLE_PAUSE).await {
                     return Ok(Outcome::Done);
                 }
                 continue;

@@ -1,10 +1,10 @@
-//! `regina queues`, `queue`, `groups` and `seek`. They need the resources endpoints (spec §3.8)
-//! and the consumer-group endpoints (spec §3.10).
+//! `regina queues`, `queue`, `groups`, `seek`, and the clean-up of `tail`. They need the
+//! resources endpoints (spec §3.8) and the consumer-group endpoints (spec §3.10).
 
 use regina_testkit::TestBroker;
 use serde_json::{json, Value};
 
-use crate::support::{configure, pop, push, regina};
+use crate::support::{configure, get, interrupt, pop, push, regina, spawn, wait_for_waiters};
 
 /// Exit status of a pop that found nothing.
 const EXIT_EMPTY: i32 = 3;
@@ -186,5 +186,33 @@ async fn seek_one_partition_to_a_timestamp() {
 
     let run = regina(&broker, &["seek", "billing", "nope", "--to-end", "--json"]).await;
     run.assert_json_error("queue_not_found");
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn tail_removes_its_throw_away_group_when_it_stops() {
+    let broker = TestBroker::start().await;
+    push(&broker, "events", "p", &[json!(1)]).await;
+    let child = spawn(&broker, &["tail", "events"]);
+    wait_for_waiters(&broker, 1).await;
+    let tail_groups = |groups: &Value| -> usize {
+        groups
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["name"].as_str().unwrap().starts_with("regina-tail-"))
+            .count()
+    };
+    let (_, groups) = get(&broker, "/api/v1/consumer-groups").await;
+    assert_eq!(
+        tail_groups(&groups),
+        1,
+        "the tail's group while it runs: {groups}"
+    );
+    interrupt(&child).await;
+    let output = child.wait_with_output().await.unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let (_, groups) = get(&broker, "/api/v1/consumer-groups").await;
+    assert_eq!(tail_groups(&groups), 0, "left behind: {groups}");
     broker.shutdown().await;
 }
