@@ -20,8 +20,8 @@ Messages come leased to this pop: ack each one (`regina ack PARTITION_ID TRANSAC
 LEASE_ID`) before the queue's leaseTime runs out, or it is delivered again and the attempt counts \
 as failed. --auto-ack settles them on delivery instead (at-most-once).
 
-Exit status 3 when nothing was delivered (the reason goes to stderr); --json then prints \
-nothing. --json prints the broker's answer verbatim.")]
+Exit status 3 when nothing was delivered, with the reason on stderr (with --json nothing is \
+printed at all). --json prints the broker's answer verbatim.")]
 pub struct PopArgs {
     /// Queue to pop from.
     pub queue: String,
