@@ -1,8 +1,10 @@
 //! `regina`: the Regina message broker.
 //!
 //! `regina serve` runs the broker in the foreground; `regina migrate` applies the schema. Without
-//! any database setting both use a private development cluster (see [`devcluster`]).
+//! any database setting both use a private development cluster (see [`devcluster`]). The other
+//! verbs are clients of a running broker (see [`cli`]).
 
+mod cli;
 mod devcluster;
 mod logging;
 
@@ -18,7 +20,7 @@ use crate::devcluster::DevCluster;
 
 /// The Regina message broker (HTTP API compatible with Queen MQ v1, state in PostgreSQL).
 #[derive(Debug, Parser)]
-#[command(name = "regina", version)]
+#[command(name = "regina", version, after_help = cli::HELP_AFTER)]
 struct Cli {
     #[command(subcommand)]
     verb: Verb,
@@ -31,6 +33,8 @@ enum Verb {
     Serve(Settings),
     /// Apply migrations and SQL functions, then exit (same database choice as `serve`).
     Migrate(Settings),
+    #[command(flatten)]
+    Client(cli::Verb),
 }
 
 #[derive(Debug, clap::Args)]
@@ -40,12 +44,26 @@ struct Settings {
 }
 
 fn main() -> ExitCode {
-    let matches = Cli::command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|matches| Ok((Cli::from_arg_matches(&matches)?, matches)));
+    let (args, matches) = match parsed {
+        Ok(parsed) => parsed,
+        Err(e) => return cli::usage_exit(&e),
+    };
     let database_configured = matches
         .subcommand()
         .is_some_and(|(_, sub)| devcluster::database_configured(sub));
-    match run(cli, database_configured) {
+    let outcome = match args.verb {
+        Verb::Serve(Settings { config }) => {
+            run(config, |config| serve(config, database_configured))
+        }
+        Verb::Migrate(Settings { config }) => {
+            run(config, |config| migrate(config, database_configured))
+        }
+        Verb::Client(verb) => return cli::run(verb),
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // `{:#}` keeps the cause chain on one line and, unlike `Debug`, no backtrace.
@@ -55,9 +73,13 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli, database_configured: bool) -> anyhow::Result<()> {
-    let (Verb::Serve(Settings { config }) | Verb::Migrate(Settings { config })) = &cli.verb;
-    logging::init(config)?;
+/// Runs `verb` (serve or migrate) on a multi-threaded runtime sized by the configuration.
+fn run<F, Fut>(config: Config, verb: F) -> anyhow::Result<()>
+where
+    F: FnOnce(Config) -> Fut,
+    Fut: Future<Output = anyhow::Result<()>>,
+{
+    logging::init(&config)?;
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = config.num_workers {
         runtime.worker_threads(workers);
@@ -66,12 +88,7 @@ fn run(cli: Cli, database_configured: bool) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("start the async runtime")?;
-    runtime.block_on(async move {
-        match cli.verb {
-            Verb::Serve(Settings { config }) => serve(config, database_configured).await,
-            Verb::Migrate(Settings { config }) => migrate(config, database_configured).await,
-        }
-    })
+    runtime.block_on(verb(config))
 }
 
 /// Binds, starts the dev cluster when needed, serves until a signal, then stops the cluster.
