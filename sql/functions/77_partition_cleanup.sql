@@ -20,6 +20,9 @@ begin
     if i_days <= 0 then
         return;
     end if;
+    -- Like a push, before any row lock: a subscription being created (share mode) then waits for
+    -- this call instead of both waiting on each other through a push.
+    lock table regina.partitions in row exclusive mode;
     for v_p in select * from regina.partitions p
                where coalesce(p.last_push_at, p.created_at) < v_now - i_days * interval '1 day'
                  and not exists (select 1 from regina.messages m where m.partition_id = p.id)

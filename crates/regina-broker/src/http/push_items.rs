@@ -7,7 +7,7 @@
 //! for a queue that encrypts (`encryption_required`), seals those items and pushes them again
 //! with the same ids.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -106,7 +106,8 @@ struct SqlPushItem<'a> {
 
 /// The `regina.push` arguments of `items`. A payload is sealed when `seal(queue)` says so and a
 /// key is configured; without a key it goes as sent, and the database refuses it if the queue
-/// encrypts.
+/// encrypts. `seal` is asked once per queue, so all items of a queue go alike and a refusal
+/// takes them all (their order holds).
 pub(crate) fn render<'i, 'a: 'i>(
     items: impl IntoIterator<Item = &'i PreparedItem<'a>>,
     encryption: &Encryption,
@@ -116,13 +117,20 @@ pub(crate) fn render<'i, 'a: 'i>(
     let mut payloads = String::new();
     let mut targets = BTreeSet::new();
     let mut count = 0;
+    let mut decided: BTreeMap<String, bool> = BTreeMap::new();
     for item in items {
         if count > 0 {
             out.push(',');
             payloads.push(',');
         }
         count += 1;
-        let sealed = if seal(&item.queue) {
+        let sealing = match decided.get(&item.queue) {
+            Some(&sealing) => sealing,
+            None => *decided
+                .entry(item.queue.clone())
+                .or_insert_with(|| seal(&item.queue)),
+        };
+        let sealed = if sealing {
             encryption.seal(item.message_id, item.payload)
         } else {
             None
