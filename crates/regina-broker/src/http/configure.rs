@@ -246,6 +246,14 @@ mod tests {
                 .is_err_and(|e| e.contains("encryption_unavailable"))
         );
         assert!(request(r#"{"queue":"q","options":{"encryptionEnabled":false}}"#).is_ok());
+        let with_key =
+            body::parse_object(br#"{"queue":"q","options":{"encryptionEnabled":true}}"#, 64)
+                .map_err(|e| format!("{e:?}"))
+                .and_then(|o| configure_request(&o, 255, true).map_err(|e| format!("{e:?}")));
+        assert!(
+            with_key.is_ok_and(|t| t.contains(r#""encryptionEnabled":true"#)),
+            "accepted with a key"
+        );
         for (key, body) in [
             ("queue", r#"{"queue":"a\u0000b"}"#),
             ("namespace", r#"{"queue":"q","namespace":"a\u0000b"}"#),
