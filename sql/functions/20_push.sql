@@ -35,54 +35,86 @@ $$;
 -- some item names a queue or partition that does not exist yet. Payloads travel beside the items,
 -- as elements of a `json` array: reading a field of a `json` value would de-escape every string
 -- in it (and refuse U+0000), whereas array elements come out verbatim. Without i_payloads, each
--- item's own `payload` is used (convenient from SQL).
-create or replace function regina._push_resolve(i_items jsonb, i_payloads json)
-returns regina.push_item[]
+-- item's own `payload` is used (convenient from SQL). With i_capacity, the capped queues are
+-- locked (_capacity_lock) before anything is created: o_capped lists them.
+create or replace function regina._push_resolve(i_items jsonb, i_payloads json, i_capacity boolean,
+                                                out o_items regina.push_item[],
+                                                out o_capped bigint[])
 language plpgsql as $$
-declare
-    v_items regina.push_item[];
 begin
+    o_capped := '{}';
     for attempt in 1 .. 2 loop
         select array_agg(row(
                    (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
                    t.e ->> 'transactionId', (t.e ->> 'messageId')::uuid,
                    nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub',
-                   coalesce(pl.payload, (t.e -> 'payload')::json)
+                   coalesce(pl.payload, (t.e -> 'payload')::json),
+                   t.e ->> 'payloadKeyId', q.id, q.max_size, q.encryption_enabled
                )::regina.push_item order by t.ord)
-        into v_items
+        into o_items
         from jsonb_array_elements(i_items) with ordinality t(e, ord)
         left join json_array_elements(i_payloads) with ordinality pl(payload, ord) on pl.ord = t.ord
         left join regina.queues q on q.name = t.e ->> 'queue'
         left join regina.partitions p on p.queue_id = q.id and p.name = t.e ->> 'partition';
-        exit when attempt = 2 or not exists (select 1 from unnest(v_items) x where x.partition_id is null);
+        -- Queues created below are new, hence uncapped: every capped queue is known here.
+        if attempt = 1 and i_capacity then
+            o_capped := regina._capacity_lock(o_items);
+        end if;
+        exit when attempt = 2 or not exists (select 1 from unnest(o_items) x where x.partition_id is null);
         perform regina.partitions_ensure(i_items);
     end loop;
-    return coalesce(v_items, '{}');
+    o_items := coalesce(o_items, '{}');
 end
 $$;
 
+-- Stores the items. With i_ignore_capacity (failover replay: those items were acknowledged
+-- already), maxSize is not enforced. An item refused (queue_full, or encryption_required for
+-- plaintext to a queue that encrypts) gets a `failed` row and nothing is stored for it.
 create or replace function regina.push(i_items jsonb, i_payloads json default null,
                                        i_notify boolean default false,
-                                       i_now timestamptz default null)
+                                       i_now timestamptz default null,
+                                       i_ignore_capacity boolean default false)
 returns table (idx integer, result jsonb)
 -- Generic plans: a custom plan per call costs more to make than the statements cost to run
 -- (about 0.4 ms of planning for a one-message push); the plans are index lookups either way.
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
-    v_items regina.push_item[] := regina._push_resolve(i_items, i_payloads);
+    v_items regina.push_item[];
+    v_capped bigint[];
+    v_wanted integer;
+    v_locked integer;
+    v_refused_idx integer[] := '{}';
+    v_refused_code text[] := '{}';
 begin
-    -- Row-exclusive on the table before the row locks: a subscription being created holds the
-    -- table in share mode until it commits, so the statement below, which reads subscriptions,
-    -- either sees it or ran before it looked at the partitions (see _subscription_start).
-    lock table regina.partitions in row exclusive mode;
-    perform 1 from regina.partitions p
-    where p.id in (select distinct x.partition_id from unnest(v_items) x)
-    order by p.id
-    for update;
+    for attempt in 1 .. 3 loop
+        select * into v_items, v_capped from regina._push_resolve(i_items, i_payloads, not i_ignore_capacity);
+        -- Row-exclusive on the table before the row locks: a subscription being created holds the
+        -- table in share mode until it commits, so the statement below, which reads
+        -- subscriptions, either sees it or ran before it looked at the partitions (see
+        -- _subscription_start). `no key update`: creating a cursor (key share) need not wait.
+        lock table regina.partitions in row exclusive mode;
+        v_wanted := (select count(distinct x.partition_id) from unnest(v_items) x);
+        perform 1 from regina.partitions p
+        where p.id in (select distinct x.partition_id from unnest(v_items) x)
+        order by p.id
+        for no key update;
+        get diagnostics v_locked = row_count;
+        -- Partition cleanup deleted a partition after it was resolved: resolve (re-create) again.
+        exit when v_locked = v_wanted;
+        if attempt = 3 then
+            raise exception 'partitions vanished while pushing' using errcode = '40001';
+        end if;
+    end loop;
+    if exists (select 1 from unnest(v_items) x
+               where x.queue_id = any (v_capped) or (x.encrypting and x.payload_key_id is null)) then
+        select * into v_refused_idx, v_refused_code
+        from regina._push_refusals(v_items, v_capped, v_now);
+    end if;
 
     return query
     with items as (select * from unnest(v_items)),
+    refused as (select * from unnest(v_refused_idx, v_refused_code) r(idx, code)),
     firsts as (   -- the first item of each key in the batch: later ones are its duplicates
         select distinct on (i.partition_id, i.transaction_id) i.idx, i.partition_id,
                i.transaction_id, i.message_id
@@ -95,7 +127,8 @@ begin
         select i.*, row_number() over (partition by i.partition_id order by i.idx) as rn
         from items i join firsts f on f.idx = i.idx
         where not exists (select 1 from stored s where s.partition_id = i.partition_id
-                                                   and s.transaction_id = i.transaction_id)),
+                                                   and s.transaction_id = i.transaction_id)
+          and not exists (select 1 from refused r where r.idx = i.idx)),
     counts as (select f.partition_id, count(*) as n from fresh f group by f.partition_id),
     bumped as (
         update regina.partitions p
@@ -106,9 +139,9 @@ begin
         returning p.id, p.queue_id, p.next_seq - c.n as base, p.last_created_at as created_at),
     inserted as (
         insert into regina.messages (partition_id, seq, id, transaction_id, trace_id,
-                                     producer_sub, created_at, payload)
+                                     producer_sub, created_at, payload, payload_key_id)
         select f.partition_id, b.base + f.rn - 1, f.message_id, f.transaction_id, f.trace_id,
-               f.producer_sub, b.created_at, f.payload
+               f.producer_sub, b.created_at, f.payload, f.payload_key_id
         from fresh f join bumped b on b.id = f.partition_id
         returning 1),
     readied as (  -- work for every group subscribed to the queue (the ready set, 0002_ready.sql)
@@ -124,7 +157,13 @@ begin
     -- `inserted` and `readied` run to completion although nothing reads them (data-modifying
     -- CTEs always do).
     select i.idx,
-           case when fr.idx is not null then jsonb_build_object(
+           case when rf.code is not null then jsonb_build_object(
+                    'transaction_id', i.transaction_id, 'status', 'failed',
+                    'queueName', i.queue_name, 'code', rf.code,
+                    'error', case rf.code
+                                 when 'queue_full' then format('Queue is full (maxSize %s)', i.max_size)
+                                 else 'Payload must be encrypted for this queue' end)
+                when fr.idx is not null then jsonb_build_object(
                     'transaction_id', i.transaction_id, 'status', 'queued',
                     'message_id', i.message_id, 'partition_id', i.partition_uuid,
                     'trace_id', i.trace_id, 'queueName', i.queue_name)
@@ -135,6 +174,7 @@ begin
            end
     from items i
     join firsts f on f.partition_id = i.partition_id and f.transaction_id = i.transaction_id
+    left join refused rf on rf.idx = i.idx
     left join fresh fr on fr.idx = i.idx
     left join stored s on s.partition_id = i.partition_id and s.transaction_id = i.transaction_id
     order by i.idx;

@@ -12,15 +12,17 @@ begin
         return false;
     end if;
     insert into regina.dead_letters (queue_id, partition_id, consumer_group, message_id, seq,
-                                     transaction_id, trace_id, producer_sub, payload, created_at,
-                                     error_message, retry_count, failed_at)
+                                     transaction_id, trace_id, producer_sub, payload,
+                                     payload_key_id, created_at, error_message, retry_count,
+                                     failed_at)
     select i_q.id, m.partition_id, i_c.consumer_group, m.id, m.seq, m.transaction_id, m.trace_id,
-           m.producer_sub, m.payload, m.created_at, i_error, i_retry_count, i_now
+           m.producer_sub, m.payload, m.payload_key_id, m.created_at, i_error, i_retry_count, i_now
     from regina.messages m
     where m.partition_id = i_c.partition_id and m.seq = i_seq
     on conflict (message_id, consumer_group) do update
         set error_message = excluded.error_message, retry_count = excluded.retry_count,
-            failed_at = excluded.failed_at, payload = excluded.payload;
+            failed_at = excluded.failed_at, payload = excluded.payload,
+            payload_key_id = excluded.payload_key_id;
     return found;
 end
 $$;

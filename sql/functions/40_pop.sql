@@ -108,6 +108,12 @@ begin
                where c.partition_id = i_partition_id and c.consumer_group = i_group) then
         return null;
     end if;
+    -- The key-share lock the insert takes anyway, taken first: it waits for a deletion job that
+    -- holds the partition, and finds nothing when partition cleanup deleted it meanwhile.
+    perform 1 from regina.partitions p where p.id = i_partition_id for key share;
+    if not found then
+        return null;
+    end if;
     insert into regina.cursors (partition_id, consumer_group, queue_id, next_seq)
     values (i_partition_id, i_group, i_queue_id, regina._start_seq(i_partition_id, i_start_at))
     on conflict do nothing
@@ -117,21 +123,18 @@ end
 $$;
 
 -- Reads up to i_budget deliverable messages from the head of a locked cursor, as wire objects.
--- PL/pgSQL so that the query's plan is kept (see _head_seq).
+-- An encrypted payload comes as stored, with the member `payloadKeyId` beside it: the broker
+-- decrypts it and removes that member (ADR 0006). PL/pgSQL so that the query's plan is kept
+-- (see _head_seq).
 create or replace function regina._pop_read(i_c regina.cursors, i_q regina.queues,
                                             i_p regina.partitions, i_budget integer,
                                             i_lease text, i_now timestamptz,
                                             out o_messages json[], out o_last bigint)
 language plpgsql stable as $$
 begin
-    select array_agg(json_build_object(
-               'id', m.id, 'transactionId', m.transaction_id, 'traceId', m.trace_id,
-               'data', m.payload, 'producerSub', m.producer_sub,
-               'createdAt', regina._ts_us(m.created_at), 'partitionId', i_p.uuid,
-               'partition', i_p.name, 'queue', i_q.name, 'leaseId', i_lease,
-               'consumerGroup', i_c.consumer_group,
-               'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end)
-               order by m.seq),
+    select array_agg(case when m.payload_key_id is null then o.message
+                          else regina._sealed_mark(o.message, m.payload_key_id) end
+                     order by m.seq),
            max(m.seq)
     into o_messages, o_last
     from (select x.*, row_number() over (order by x.seq) as rn
@@ -140,7 +143,14 @@ begin
                   and mm.seq <> all (i_c.marks)
                   and mm.created_at <= i_now - i_q.delayed_processing_seconds * interval '1 second'
                 order by mm.seq
-                limit i_budget) x) m;
+                limit i_budget) x) m
+    cross join lateral (select json_build_object(
+               'id', m.id, 'transactionId', m.transaction_id, 'traceId', m.trace_id,
+               'data', m.payload, 'producerSub', m.producer_sub,
+               'createdAt', regina._ts_us(m.created_at), 'partitionId', i_p.uuid,
+               'partition', i_p.name, 'queue', i_q.name, 'leaseId', i_lease,
+               'consumerGroup', i_c.consumer_group,
+               'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end) as message) o;
 end
 $$;
 

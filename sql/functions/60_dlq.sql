@@ -1,4 +1,5 @@
 -- Dead-letter listing (GET /api/v1/dlq): newest failure first, filtered, paged, with the total.
+-- Encrypted copies carry `payloadKeyId`, as pop results do (ADR 0006).
 
 create or replace function regina.dlq_list(i_query jsonb, i_now timestamptz default null)
 returns json
@@ -20,16 +21,19 @@ begin
           and (i_query ->> 'from' is null or d.failed_at >= (i_query ->> 'from')::timestamptz)
           and (i_query ->> 'to' is null or d.failed_at <= (i_query ->> 'to')::timestamptz))
     select (select count(*) from matching),
-           (select coalesce(json_agg(json_build_object(
+           (select coalesce(json_agg(case when x.payload_key_id is null then o.entry
+                                          else regina._sealed_mark(o.entry, x.payload_key_id) end
+                                     order by x.failed_at desc, x.id desc), '[]'::json)
+            from (select * from matching m order by m.failed_at desc, m.id desc
+                  limit v_limit offset v_offset) x
+            cross join lateral (select json_build_object(
                         'id', x.message_id, 'transactionId', x.transaction_id,
                         'partitionId', x.partition_uuid, 'queue', x.queue_name,
                         'partition', x.partition_name, 'consumerGroup', x.consumer_group,
                         'errorMessage', x.error_message, 'retryCount', x.retry_count,
                         'data', x.payload, 'traceId', x.trace_id, 'producerSub', x.producer_sub,
-                        'createdAt', regina._ts_us(x.created_at), 'failedAt', regina._ts(x.failed_at))
-                        order by x.failed_at desc, x.id desc), '[]'::json)
-            from (select * from matching m order by m.failed_at desc, m.id desc
-                  limit v_limit offset v_offset) x)
+                        'createdAt', regina._ts_us(x.created_at),
+                        'failedAt', regina._ts(x.failed_at)) as entry) o)
     into v_total, v_rows;
     return json_build_object(
         'messages', v_rows, 'total', v_total,

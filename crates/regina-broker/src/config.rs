@@ -79,6 +79,26 @@ pub mod defaults {
     pub const BATCH_ITEMS_MAX: usize = 2_000;
     /// `LEASE_SWEEP_INTERVAL_MS`, milliseconds.
     pub const LEASE_SWEEP_INTERVAL_MS: u64 = 1_000;
+    /// `RETENTION_INTERVAL`, milliseconds.
+    pub const RETENTION_INTERVAL_MS: u64 = 300_000;
+    /// `RETENTION_BATCH_SIZE`, messages (or partitions, for cleanup) per transaction.
+    pub const RETENTION_BATCH_SIZE: u32 = 1_000;
+    /// `EVICTION_INTERVAL`, milliseconds.
+    pub const EVICTION_INTERVAL_MS: u64 = 60_000;
+    /// `EVICTION_BATCH_SIZE`, messages per transaction.
+    pub const EVICTION_BATCH_SIZE: u32 = 1_000;
+    /// `PARTITION_CLEANUP_DAYS`, days (0 disables).
+    pub const PARTITION_CLEANUP_DAYS: u32 = 30;
+}
+
+/// A secret setting: kept out of `Debug` output and logs.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(..)")
+    }
 }
 
 /// Log output format (`LOG_FORMAT`).
@@ -285,6 +305,38 @@ pub struct Config {
     #[arg(long, env = "LEASE_SWEEP_INTERVAL_MS", default_value_t = defaults::LEASE_SWEEP_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_sweep_interval_ms: u64,
+    /// Period of the leader's retention pass (`retentionSeconds`, `completedRetentionSeconds`,
+    /// partition cleanup), milliseconds. Default 300 000.
+    #[arg(long = "retention-interval", env = "RETENTION_INTERVAL",
+          default_value_t = defaults::RETENTION_INTERVAL_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub retention_interval_ms: u64,
+    /// Messages deleted per retention transaction (partitions, for cleanup). Default 1 000.
+    #[arg(long, env = "RETENTION_BATCH_SIZE", default_value_t = defaults::RETENTION_BATCH_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
+    pub retention_batch_size: u32,
+    /// Period of the leader's eviction pass (`maxWaitTimeSeconds`), milliseconds. Default 60 000.
+    #[arg(long = "eviction-interval", env = "EVICTION_INTERVAL",
+          default_value_t = defaults::EVICTION_INTERVAL_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub eviction_interval_ms: u64,
+    /// Messages deleted per eviction transaction. Default 1 000.
+    #[arg(long, env = "EVICTION_BATCH_SIZE", default_value_t = defaults::EVICTION_BATCH_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
+    pub eviction_batch_size: u32,
+    /// Partitions without messages, active lease or push for this many days are deleted, days
+    /// (0 disables). Default 30.
+    #[arg(long, env = "PARTITION_CLEANUP_DAYS", default_value_t = defaults::PARTITION_CLEANUP_DAYS,
+          value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub partition_cleanup_days: u32,
+    /// AES-256 key of encrypted payloads: 64 hex characters. Default: none (queues cannot
+    /// encrypt; encrypted payloads cannot be read).
+    #[arg(long, env = "REGINA_ENCRYPTION_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub regina_encryption_key: Option<Secret>,
+    /// The key under its Queen name, used when `REGINA_ENCRYPTION_KEY` is unset; both set with
+    /// different values is a startup error. Default: none.
+    #[arg(long, env = "QUEEN_ENCRYPTION_KEY", hide_env_values = true, value_parser = parse_secret)]
+    pub queen_encryption_key: Option<Secret>,
 }
 
 impl Default for Config {
@@ -333,6 +385,13 @@ impl Default for Config {
             db_calls_pop: d::DB_CALLS,
             db_calls_ack: d::DB_CALLS,
             lease_sweep_interval_ms: d::LEASE_SWEEP_INTERVAL_MS,
+            retention_interval_ms: d::RETENTION_INTERVAL_MS,
+            retention_batch_size: d::RETENTION_BATCH_SIZE,
+            eviction_interval_ms: d::EVICTION_INTERVAL_MS,
+            eviction_batch_size: d::EVICTION_BATCH_SIZE,
+            partition_cleanup_days: d::PARTITION_CLEANUP_DAYS,
+            regina_encryption_key: None,
+            queen_encryption_key: None,
         }
     }
 }
@@ -382,6 +441,18 @@ impl Config {
         Duration::from_millis(self.shutdown_grace_ms)
     }
 
+    /// The settings of the leader's deletion jobs.
+    pub(crate) fn policy_settings(&self) -> crate::services::PolicySettings {
+        crate::services::PolicySettings {
+            retention_interval: Duration::from_millis(self.retention_interval_ms.max(1)),
+            retention_batch: i32::try_from(self.retention_batch_size.max(1)).unwrap_or(i32::MAX),
+            eviction_interval: Duration::from_millis(self.eviction_interval_ms.max(1)),
+            eviction_batch: i32::try_from(self.eviction_batch_size.max(1)).unwrap_or(i32::MAX),
+            cleanup_days: i32::try_from(self.partition_cleanup_days).unwrap_or(i32::MAX),
+            worker_id: self.worker_id(),
+        }
+    }
+
     /// `DB_CONNECTION_TIMEOUT` as a duration (at least 1 ms).
     pub fn db_connection_timeout(&self) -> Duration {
         Duration::from_millis(self.db_connection_timeout_ms.max(1))
@@ -404,6 +475,10 @@ fn parse_pop_empty_status(text: &str) -> Result<u16, String> {
         "200" => Ok(200),
         other => Err(format!("must be 204 or 200, not {other:?}")),
     }
+}
+
+fn parse_secret(text: &str) -> Result<Secret, String> {
+    Ok(Secret(text.trim().to_owned()))
 }
 
 fn parse_positive_usize(text: &str) -> Result<usize, String> {

@@ -10,6 +10,7 @@
 mod config;
 mod db;
 pub mod devdb;
+mod encryption;
 mod engine;
 mod error;
 mod http;
@@ -21,7 +22,7 @@ use std::future::Future;
 
 use axum::serve::ListenerExt as _;
 
-pub use config::{defaults, Config, LogFormat, SubscriptionMode};
+pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode};
 pub use error::Error;
 pub use http::app;
 pub use state::AppState;

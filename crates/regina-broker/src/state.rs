@@ -8,6 +8,7 @@ use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::db::{ConnectSettings, Db};
+use crate::encryption::Encryption;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::http::metrics::Metrics;
@@ -31,6 +32,7 @@ pub(crate) struct Shared {
     pub(crate) inflight: Arc<Semaphore>,
     pub(crate) started: Instant,
     pub(crate) metrics: Metrics,
+    pub(crate) encryption: Encryption,
     services: Mutex<Option<Services>>,
 }
 
@@ -39,9 +41,10 @@ impl AppState {
     /// migrate: call [`crate::migrate`] first.
     ///
     /// # Errors
-    /// [`Error::Config`] for an unusable database URL or CORS origin, [`Error::Connect`] when
-    /// PostgreSQL is unreachable.
+    /// [`Error::Config`] for an unusable database URL, CORS origin or encryption key,
+    /// [`Error::Connect`] when PostgreSQL is unreachable.
     pub async fn start(config: Config) -> Result<AppState, Error> {
+        let encryption = Encryption::from_config(&config)?;
         let cors_origin = HeaderValue::from_str(&config.cors_allow_origin).map_err(|_| {
             Error::Config("CORS_ALLOW_ORIGIN is not a valid header value".to_owned())
         })?;
@@ -51,6 +54,7 @@ impl AppState {
         let services = Services::start(
             ConnectSettings::new(&config, "jobs")?,
             Duration::from_millis(config.lease_sweep_interval_ms),
+            config.policy_settings(),
             db.clone(),
             waiters.clone(),
         );
@@ -67,6 +71,7 @@ impl AppState {
             waiters,
             started,
             metrics: Metrics::new(started),
+            encryption,
             services: Mutex::new(Some(services)),
         };
         Ok(AppState {

@@ -4,6 +4,7 @@
 //! come back as `result::text`, so payloads are never parsed into trees on the way through.
 
 mod error;
+pub(crate) mod jobs;
 mod listen;
 pub(crate) mod migrate;
 mod pool;

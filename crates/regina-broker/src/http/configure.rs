@@ -119,16 +119,29 @@ async fn configure(
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let request = configure_request(&object, config.name_chars_max)?;
+    let encryption = &state.get().encryption;
+    let request = configure_request(&object, config.name_chars_max, encryption.available())?;
     let result = state.get().db.configure(&request).await?;
     #[derive(Deserialize)]
-    struct Created {
-        created: Option<bool>,
+    #[serde(rename_all = "camelCase")]
+    struct Options {
+        encryption_enabled: Option<bool>,
     }
-    let created = serde_json::from_str::<Created>(&result)
-        .map_err(ApiError::internal)?
-        .created
-        .unwrap_or(false);
+    #[derive(Deserialize)]
+    struct Configured {
+        created: Option<bool>,
+        queue: Option<String>,
+        options: Option<Options>,
+    }
+    let configured = serde_json::from_str::<Configured>(&result).map_err(ApiError::internal)?;
+    // This instance seals pushes to the queue from now on (others learn it from the database).
+    if let (Some(queue), Some(encrypts)) = (
+        configured.queue.as_deref(),
+        configured.options.and_then(|o| o.encryption_enabled),
+    ) {
+        encryption.remember(queue, encrypts);
+    }
+    let created = configured.created.unwrap_or(false);
     let status = if created {
         StatusCode::CREATED
     } else {
@@ -138,7 +151,12 @@ async fn configure(
 }
 
 /// The `regina.configure` argument: `{queue, namespace, task, options: {only the keys sent}}`.
-fn configure_request(object: &Object<'_>, name_chars_max: usize) -> Result<String, ApiError> {
+/// `encryptionEnabled: true` needs a configured key (`can_encrypt`).
+fn configure_request(
+    object: &Object<'_>,
+    name_chars_max: usize,
+    can_encrypt: bool,
+) -> Result<String, ApiError> {
     let queue = object.required_string("queue", "queue is required")?;
     if let Some(problem) = name_problem(&queue, name_chars_max) {
         return Err(object.error("queue", format!("queue {problem}")));
@@ -149,7 +167,7 @@ fn configure_request(object: &Object<'_>, name_chars_max: usize) -> Result<Strin
         queue: &queue,
         namespace: namespace.as_deref(),
         task: task.as_deref(),
-        options: options(object)?,
+        options: options(object, can_encrypt)?,
     }))
 }
 
@@ -163,7 +181,10 @@ struct SqlConfigure<'a> {
 }
 
 /// The options present in the request, validated (unknown keys dropped).
-fn options(object: &Object<'_>) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
+fn options(
+    object: &Object<'_>,
+    can_encrypt: bool,
+) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
     let mut out = serde_json::Map::new();
     let Some(raw) = object.raw("options").filter(|r| !body::is_null(r)) else {
         return Ok(out);
@@ -175,7 +196,7 @@ fn options(object: &Object<'_>) -> Result<serde_json::Map<String, serde_json::Va
             OptionKind::Bool => options.opt_bool(key)?.map(Into::into),
         };
         let Some(value) = value else { continue };
-        if *key == "encryptionEnabled" && value == serde_json::Value::Bool(true) {
+        if *key == "encryptionEnabled" && value == serde_json::Value::Bool(true) && !can_encrypt {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "encryption_unavailable",
@@ -194,7 +215,7 @@ mod tests {
 
     fn request(body: &str) -> Result<serde_json::Value, String> {
         let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
-        let text = configure_request(&object, 255).map_err(|e| format!("{e:?}"))?;
+        let text = configure_request(&object, 255, false).map_err(|e| format!("{e:?}"))?;
         serde_json::from_str(&text).map_err(|e| e.to_string())
     }
 
@@ -225,6 +246,14 @@ mod tests {
                 .is_err_and(|e| e.contains("encryption_unavailable"))
         );
         assert!(request(r#"{"queue":"q","options":{"encryptionEnabled":false}}"#).is_ok());
+        let with_key =
+            body::parse_object(br#"{"queue":"q","options":{"encryptionEnabled":true}}"#, 64)
+                .map_err(|e| format!("{e:?}"))
+                .and_then(|o| configure_request(&o, 255, true).map_err(|e| format!("{e:?}")));
+        assert!(
+            with_key.is_ok_and(|t| t.contains(r#""encryptionEnabled":true"#)),
+            "accepted with a key"
+        );
         for (key, body) in [
             ("queue", r#"{"queue":"a\u0000b"}"#),
             ("namespace", r#"{"queue":"q","namespace":"a\u0000b"}"#),

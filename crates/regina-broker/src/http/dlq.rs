@@ -29,6 +29,7 @@ async fn list(
     let query = Query::parse(raw.as_deref());
     let request = dlq_query(&query, state.get().config.name_chars_max)?;
     let body = state.get().db.dlq_list(&request).await?;
+    let body = state.get().encryption.open_messages(body)?;
     Ok(json_response(StatusCode::OK, body))
 }
 

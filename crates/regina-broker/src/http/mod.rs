@@ -12,6 +12,7 @@ pub(crate) mod metrics;
 mod names;
 mod pop;
 mod push;
+mod push_items;
 mod query;
 mod streams;
 mod timestamp;

@@ -170,7 +170,8 @@ async fn pop(
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let params = PopParams::parse(&Query::parse(raw_query), target, &shared.config)?;
-    let json = params.sql_request(Uuid::now_v7());
+    let lease_id = Uuid::now_v7();
+    let json = params.sql_request(lease_id);
     let answer = if params.wait && params.timeout_ms > 0 {
         long_poll(shared, &params, &json).await?
     } else {
@@ -181,9 +182,37 @@ async fn pop(
         }
     };
     Ok(match answer {
-        Ok(body) => json_response(StatusCode::OK, body),
+        Ok(body) => {
+            let lease = (!params.auto_ack).then_some(lease_id);
+            json_response(StatusCode::OK, open_payloads(shared, body, lease).await?)
+        }
         Err(reason) => params.empty_response(&reason, shared.config.pop_empty_status),
     })
+}
+
+/// Decrypts the encrypted payloads of a delivery (spec §4.13). When that fails, the lease ends as
+/// if acked `retry`: the consumer never saw the messages, so no attempt is charged.
+async fn open_payloads(
+    shared: &Shared,
+    body: String,
+    lease: Option<Uuid>,
+) -> Result<String, ApiError> {
+    match shared.encryption.open_messages(body) {
+        Ok(body) => Ok(body),
+        Err(error) => {
+            if let Some(lease_id) = lease {
+                match shared.db.lease_release(&[lease_id]).await {
+                    Ok(ended) => {
+                        for (queue, group) in ended {
+                            shared.waiters.lease_ended(&queue, &group);
+                        }
+                    }
+                    Err(error) => tracing::warn!(%error, "releasing an undeliverable lease failed"),
+                }
+            }
+            Err(error.into())
+        }
+    }
 }
 
 /// Pops until something is delivered (`Ok(body)`) or the deadline passes (`Err(reason)`),

@@ -1,5 +1,6 @@
 //! The leader: holds the leader lock and runs the expired-lease sweep (spec §4.8) every
-//! `LEASE_SWEEP_INTERVAL_MS`, waking the waiters of every (queue, group) whose lease it ended.
+//! `LEASE_SWEEP_INTERVAL_MS`, waking the waiters of every (queue, group) whose lease it ended;
+//! the deletion jobs (`policies`) run while it leads.
 //! When the leader's session dies, the lock goes with it and another instance takes over.
 
 use std::sync::Arc;
@@ -19,17 +20,24 @@ const SWEEP_ROUNDS_MAX: usize = 10;
 /// `statement_timeout` of the leader session, milliseconds.
 const JOB_STATEMENT_TIMEOUT_MS: u64 = 60_000;
 
+/// Campaigns for leadership and sweeps while leading; `leading` tells the other jobs whether this
+/// instance leads.
 pub(super) async fn run(
     settings: ConnectSettings,
     sweep_interval: Duration,
     waiters: Arc<Waiters>,
+    leading: watch::Sender<bool>,
     mut stopped: watch::Receiver<bool>,
 ) {
     let settings = settings.with_statement_timeout_ms(JOB_STATEMENT_TIMEOUT_MS);
     while !*stopped.borrow() {
         match settings.connect().await {
             Ok(client) => {
-                if lead_while_connected(&client, sweep_interval, &waiters, &mut stopped).await {
+                let stop =
+                    lead_while_connected(&client, sweep_interval, &waiters, &leading, &mut stopped)
+                        .await;
+                leading.send_replace(false);
+                if stop {
                     return;
                 }
             }
@@ -47,6 +55,7 @@ async fn lead_while_connected(
     client: &Client,
     sweep_interval: Duration,
     waiters: &Waiters,
+    leading: &watch::Sender<bool>,
     stopped: &mut watch::Receiver<bool>,
 ) -> bool {
     let mut leader = false;
@@ -62,6 +71,7 @@ async fn lead_while_connected(
                 Ok(true) => {
                     tracing::info!("this instance is now the leader");
                     leader = true;
+                    leading.send_replace(true);
                 }
                 Ok(false) => continue,
                 Err(error) => {

@@ -1,9 +1,13 @@
 //! Background services. Per database, one leader (elected with a session advisory lock on a
-//! dedicated connection, spec §4.15) runs the expired-lease sweep; per instance, a LISTEN session
-//! wakes local waiters for pushes committed by other instances (spec §4.9).
+//! dedicated connection, spec §4.15) runs the expired-lease sweep and, on a session of their own,
+//! the deletion jobs; per instance, a LISTEN session wakes local waiters for pushes committed by
+//! other instances (spec §4.9).
 
 mod leader;
 mod listener;
+mod policies;
+
+pub(crate) use policies::PolicySettings;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,19 +28,29 @@ pub(crate) struct Services {
 }
 
 impl Services {
-    /// Starts the leader election loop and the push listener.
+    /// Starts the leader election loop, the deletion jobs (active while leading) and the push
+    /// listener.
     pub(crate) fn start(
         settings: ConnectSettings,
         sweep_interval: Duration,
+        policy: PolicySettings,
         db: Db,
         waiters: Arc<Waiters>,
     ) -> Services {
         let (stop, stopped) = watch::channel(false);
+        let (leading, leader) = watch::channel(false);
         let tasks = vec![
             tokio::spawn(leader::run(
                 settings.clone(),
                 sweep_interval,
                 waiters.clone(),
+                leading,
+                stopped.clone(),
+            )),
+            tokio::spawn(policies::run(
+                settings.clone(),
+                policy,
+                leader,
                 stopped.clone(),
             )),
             tokio::spawn(listener::run(settings, db, waiters, stopped)),

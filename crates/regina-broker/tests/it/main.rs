@@ -8,8 +8,11 @@ mod support;
 
 mod ack;
 mod ack_effects;
+mod background_jobs;
+mod capacity;
 mod concurrency;
 mod configure;
+mod encryption;
 mod health;
 mod http_edges;
 mod lease;

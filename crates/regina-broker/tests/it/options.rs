@@ -17,7 +17,6 @@ fn items(queue: &str, from: usize, n: usize) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not enforced yet: maxSize is planned (CHANGELOG, Known limits)"]
 async fn push_beyond_max_size_answers_429_and_admits_a_prefix() {
     let (_b, api) = start().await;
     api.configure("cap", json!({"maxSize": 3})).await;
@@ -43,7 +42,6 @@ async fn push_beyond_max_size_answers_429_and_admits_a_prefix() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not enforced yet: maxSize is planned (CHANGELOG, Known limits)"]
 async fn settled_messages_free_capacity_and_duplicates_never_count() {
     let (_b, api) = start().await;
     api.configure("cap", json!({"maxSize": 2})).await;
@@ -68,7 +66,6 @@ async fn settled_messages_free_capacity_and_duplicates_never_count() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not enforced yet: maxSize is planned (CHANGELOG, Known limits)"]
 async fn capacity_rejection_is_per_queue_within_one_request() {
     let (_b, api) = start().await;
     api.configure("cap", json!({"maxSize": 1})).await;
@@ -91,7 +88,6 @@ async fn capacity_rejection_is_per_queue_within_one_request() {
 
 /// §4.13: pushes to a capped queue are serialised, so racing pushes cannot overshoot.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not enforced yet: maxSize is planned (CHANGELOG, Known limits)"]
 async fn racing_pushes_never_overshoot_max_size() {
     let (_b, api) = start().await;
     api.configure("cap", json!({"maxSize": 10})).await;

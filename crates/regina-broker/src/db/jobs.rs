@@ -1,0 +1,134 @@
+//! Statements of the background jobs' session (retention, eviction, partition cleanup): each call
+//! is one short transaction of its own.
+
+use time::OffsetDateTime;
+use tokio_postgres::Client;
+
+use super::error::{classify, DbError};
+
+/// What one batch of a deletion job did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Batch {
+    /// Messages (or partitions, for cleanup) deleted.
+    pub(crate) removed: u64,
+    /// Partitions left alone because someone else held them; a later batch takes them.
+    pub(crate) busy: u64,
+}
+
+/// A deletion job of the leader.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Job {
+    /// `regina.retention_run`.
+    Retention,
+    /// `regina.eviction_run`.
+    Eviction,
+    /// `regina.partition_cleanup`.
+    PartitionCleanup,
+}
+
+impl Job {
+    /// The name recorded in `regina.job_runs`.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Job::Retention => "retention",
+            Job::Eviction => "eviction",
+            Job::PartitionCleanup => "partition_cleanup",
+        }
+    }
+
+    /// Key of the session advisory lock a pass of this job holds, so that no two passes of it run
+    /// at once anywhere (ASCII "regina" + 0x10…).
+    fn lock_key(self) -> i64 {
+        match self {
+            Job::Retention => 0x7265_6769_6e61_0010,
+            Job::Eviction => 0x7265_6769_6e61_0011,
+            Job::PartitionCleanup => 0x7265_6769_6e61_0012,
+        }
+    }
+}
+
+/// Takes the job's lock for this session; false when another session holds it.
+pub(crate) async fn try_lock(client: &Client, job: Job) -> Result<bool, DbError> {
+    let row = client
+        .query_one("select pg_try_advisory_lock($1)", &[&job.lock_key()])
+        .await
+        .map_err(|e| classify(&e))?;
+    row.try_get(0).map_err(|e| DbError::Internal(e.to_string()))
+}
+
+/// Releases the job's lock.
+pub(crate) async fn unlock(client: &Client, job: Job) -> Result<(), DbError> {
+    client
+        .execute("select pg_advisory_unlock($1)", &[&job.lock_key()])
+        .await
+        .map(drop)
+        .map_err(|e| classify(&e))
+}
+
+/// One batch of `job`: at most `limit` messages (partitions, for cleanup, older than
+/// `cleanup_days`).
+pub(crate) async fn batch(
+    client: &Client,
+    job: Job,
+    limit: i32,
+    cleanup_days: i32,
+) -> Result<Batch, DbError> {
+    let rows = match job {
+        Job::Retention => {
+            let sql = "select removed, busy from regina.retention_run($1::int)";
+            client.query(sql, &[&limit]).await
+        }
+        Job::Eviction => {
+            let sql = "select removed, busy from regina.eviction_run($1::int)";
+            client.query(sql, &[&limit]).await
+        }
+        Job::PartitionCleanup => {
+            let sql = "select removed, 0 from regina.partition_cleanup($1::int, $2::int)";
+            client.query(sql, &[&cleanup_days, &limit]).await
+        }
+    }
+    .map_err(|e| classify(&e))?;
+    let mut batch = Batch::default();
+    for row in rows {
+        let removed: i64 = row
+            .try_get(0)
+            .map_err(|e| DbError::Internal(e.to_string()))?;
+        let busy: i32 = row
+            .try_get(1)
+            .map_err(|e| DbError::Internal(e.to_string()))?;
+        batch.removed += removed.unsigned_abs();
+        batch.busy += u64::from(busy.unsigned_abs());
+    }
+    Ok(batch)
+}
+
+/// Records one pass of `job` in `regina.job_runs` and keeps the job's latest passes only.
+pub(crate) async fn record(
+    client: &Client,
+    job: Job,
+    worker_id: &str,
+    started: OffsetDateTime,
+    removed: u64,
+) -> Result<(), DbError> {
+    const KEPT: i64 = 100;
+    let removed = i64::try_from(removed).unwrap_or(i64::MAX);
+    client
+        .execute(
+            "insert into regina.job_runs (job, worker_id, started_at, finished_at, removed)
+             values ($1, $2, $3, clock_timestamp(), $4)",
+            &[&job.name(), &worker_id, &started, &removed],
+        )
+        .await
+        .map_err(|e| classify(&e))?;
+    client
+        .execute(
+            "delete from regina.job_runs r
+             where r.job = $1
+               and r.id < (select k.id from regina.job_runs k where k.job = $1
+                           order by k.id desc offset $2 - 1 limit 1)",
+            &[&job.name(), &KEPT],
+        )
+        .await
+        .map(drop)
+        .map_err(|e| classify(&e))
+}

@@ -1,0 +1,232 @@
+//! The one preparation path of pushed items, for every route that pushes: validation (spec §3.3),
+//! identity before the first database attempt (§4.14), and encryption of payloads for queues
+//! that encrypt (§4.13, ADR 0006).
+//!
+//! [`prepare`] validates and gives ids; [`render`] writes the `regina.push` arguments, sealing
+//! the payloads of queues that encrypt; [`store`] pushes and, when the database refuses plaintext
+//! for a queue that encrypts (`encryption_required`), seals those items and pushes them again
+//! with the same ids.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use uuid::Uuid;
+
+use super::body::Object;
+use super::error::ApiError;
+use super::names::name_problem;
+use crate::encryption::Encryption;
+use crate::engine::json::to_json;
+use crate::engine::PushRequest;
+use crate::state::Shared;
+
+/// `transactionId`: 1–255 characters; `traceId`: up to 128 (spec §6).
+const TRANSACTION_ID_CHARS_MAX: usize = 255;
+const TRACE_ID_CHARS_MAX: usize = 128;
+const DEFAULT_PARTITION: &str = "Default";
+/// The in-band code of `regina.push` for plaintext sent to a queue that encrypts.
+const ENCRYPTION_REQUIRED: &str = "encryption_required";
+/// The in-band code for such an item when this instance has no key.
+pub(crate) const ENCRYPTION_UNAVAILABLE: &str = "encryption_unavailable";
+
+/// A validated item with its identity fixed.
+pub(crate) struct PreparedItem<'a> {
+    pub(crate) queue: String,
+    pub(crate) partition: String,
+    pub(crate) transaction_id: String,
+    pub(crate) message_id: Uuid,
+    pub(crate) trace_id: Option<String>,
+    /// The verified token's `sub` (none without authentication; a client-sent one is ignored).
+    pub(crate) producer_sub: Option<String>,
+    /// The payload as the client sent it (`null` when absent).
+    pub(crate) payload: &'a str,
+}
+
+/// Validates every item and fixes its ids (a `messageId` each, a `transactionId` where none was
+/// sent).
+///
+/// # Errors
+/// `400 validation_failed` naming the first bad item's index and field.
+pub(crate) fn prepare<'a>(
+    items: &[&'a RawValue],
+    name_chars_max: usize,
+) -> Result<Vec<PreparedItem<'a>>, ApiError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, raw)| {
+            let item = Object::from_raw(raw, format!("items[{index}]."), Some(index))?;
+            prepare_item(&item, name_chars_max)
+        })
+        .collect()
+}
+
+fn prepare_item<'a>(
+    item: &Object<'a>,
+    name_chars_max: usize,
+) -> Result<PreparedItem<'a>, ApiError> {
+    let queue = item.required_string("queue", "Queue must be a string")?;
+    if let Some(problem) = name_problem(&queue, name_chars_max) {
+        return Err(item.error("queue", format!("queue {problem}")));
+    }
+    let partition = item
+        .opt_string("partition")?
+        .unwrap_or_else(|| DEFAULT_PARTITION.to_owned());
+    if let Some(problem) = name_problem(&partition, name_chars_max) {
+        return Err(item.error("partition", format!("partition {problem}")));
+    }
+    let transaction_id = item.opt_string_max("transactionId", TRANSACTION_ID_CHARS_MAX)?;
+    let trace_id = item.opt_string_max("traceId", TRACE_ID_CHARS_MAX)?;
+    Ok(PreparedItem {
+        queue,
+        partition,
+        // Identity first (spec §4.14): ids are fixed before the first database attempt.
+        transaction_id: transaction_id.unwrap_or_else(|| Uuid::now_v7().to_string()),
+        message_id: Uuid::now_v7(),
+        trace_id,
+        producer_sub: None,
+        // Passed through untouched: the database stores the payload text as sent.
+        payload: item.raw("payload").map_or("null", |p| p.get()),
+    })
+}
+
+/// One `i_items` element of `regina.push`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SqlPushItem<'a> {
+    queue: &'a str,
+    partition: &'a str,
+    transaction_id: &'a str,
+    message_id: Uuid,
+    trace_id: Option<&'a str>,
+    producer_sub: Option<&'a str>,
+    payload_key_id: Option<&'a str>,
+}
+
+/// The `regina.push` arguments of `items`. A payload is sealed when `seal(queue)` says so and a
+/// key is configured; without a key it goes as sent, and the database refuses it if the queue
+/// encrypts. `seal` is asked once per queue, so all items of a queue go alike and a refusal
+/// takes them all (their order holds).
+pub(crate) fn render<'i, 'a: 'i>(
+    items: impl IntoIterator<Item = &'i PreparedItem<'a>>,
+    encryption: &Encryption,
+    seal: impl Fn(&str) -> bool,
+) -> PushRequest {
+    let mut out = String::new();
+    let mut payloads = String::new();
+    let mut targets = BTreeSet::new();
+    let mut count = 0;
+    let mut decided: BTreeMap<String, bool> = BTreeMap::new();
+    for item in items {
+        if count > 0 {
+            out.push(',');
+            payloads.push(',');
+        }
+        count += 1;
+        let sealing = match decided.get(&item.queue) {
+            Some(&sealing) => sealing,
+            None => *decided
+                .entry(item.queue.clone())
+                .or_insert_with(|| seal(&item.queue)),
+        };
+        let sealed = if sealing {
+            encryption.seal(item.message_id, item.payload)
+        } else {
+            None
+        };
+        out.push_str(&to_json(&SqlPushItem {
+            queue: &item.queue,
+            partition: &item.partition,
+            transaction_id: &item.transaction_id,
+            message_id: item.message_id,
+            trace_id: item.trace_id.as_deref(),
+            producer_sub: item.producer_sub.as_deref(),
+            payload_key_id: sealed.as_ref().map(|(_, key_id)| *key_id),
+        }));
+        payloads.push_str(sealed.as_ref().map_or(item.payload, |(text, _)| text));
+        targets.insert((item.queue.clone(), item.partition.clone()));
+    }
+    PushRequest {
+        items: out,
+        payloads,
+        count,
+        targets,
+    }
+}
+
+/// The `status` and `code` of a push result entry.
+#[derive(Deserialize)]
+pub(crate) struct EntryStatus {
+    pub(crate) status: Option<String>,
+    pub(crate) code: Option<String>,
+}
+
+impl EntryStatus {
+    pub(crate) fn of(entry: &str) -> EntryStatus {
+        serde_json::from_str(entry).unwrap_or(EntryStatus {
+            status: None,
+            code: None,
+        })
+    }
+}
+
+/// Pushes `items`: one result entry per item, in order. Items of a queue that encrypts, sent in
+/// plaintext because this instance did not know it, are sealed and pushed again; without a key
+/// they come back `failed` with code `encryption_unavailable` (nothing stored for them).
+///
+/// # Errors
+/// The database failures of the engine.
+pub(crate) async fn store(
+    shared: &Shared,
+    items: &[PreparedItem<'_>],
+) -> Result<Vec<String>, ApiError> {
+    let encryption = &shared.encryption;
+    let request = render(items, encryption, |queue| encryption.queue_encrypts(queue));
+    let mut results = shared.engine.push(request).await?;
+    let refused: Vec<usize> = (0..results.len())
+        .filter(|&i| EntryStatus::of(&results[i]).code.as_deref() == Some(ENCRYPTION_REQUIRED))
+        .collect();
+    if refused.is_empty() {
+        return Ok(results);
+    }
+    for &i in &refused {
+        encryption.remember(&items[i].queue, true);
+    }
+    if !encryption.available() {
+        for &i in &refused {
+            results[i] = unavailable_entry(&items[i]);
+        }
+        return Ok(results);
+    }
+    let again = render(refused.iter().map(|&i| &items[i]), encryption, |_| true);
+    let retried = shared.engine.push(again).await?;
+    for (i, entry) in refused.into_iter().zip(retried) {
+        results[i] = entry;
+    }
+    Ok(results)
+}
+
+/// The in-band entry of an item that could not be sealed for want of a key.
+fn unavailable_entry(item: &PreparedItem<'_>) -> String {
+    #[derive(Serialize)]
+    struct Entry<'a> {
+        transaction_id: &'a str,
+        status: &'a str,
+        #[serde(rename = "queueName")]
+        queue_name: &'a str,
+        error: &'a str,
+        code: &'a str,
+    }
+    let entry = Entry {
+        transaction_id: &item.transaction_id,
+        status: "failed",
+        queue_name: &item.queue,
+        error: "Queue encrypts payloads but no encryption key is configured",
+        code: ENCRYPTION_UNAVAILABLE,
+    };
+    to_json(&entry)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+//! The deletion jobs of the leader (spec §4.13, §4.15): retention and partition cleanup every
+//! `RETENTION_INTERVAL`, eviction every `EVICTION_INTERVAL`. They run on a session of their own,
+//! with its own statement timeout, only while this instance leads. A pass is a loop of short
+//! transactions (one batch each) with a pause between them, and holds a lock of its job for the
+//! pass, so no two passes of one job ever run at once, whichever instance starts them.
+
+use std::time::Duration;
+
+use time::OffsetDateTime;
+use tokio::sync::watch;
+use tokio_postgres::Client;
+
+use super::{stop_requested, RECONNECT_DELAY};
+use crate::db::jobs::{self, Job};
+use crate::db::{ConnectSettings, DbError};
+
+/// `statement_timeout` of the jobs' session, milliseconds: one batch must fit.
+const JOB_STATEMENT_TIMEOUT_MS: u64 = 60_000;
+/// Pause between two batches of a pass, so that request work gets the database in between.
+const BATCH_PAUSE: Duration = Duration::from_millis(10);
+/// Batches of one pass at most; a larger backlog is worked off by the next passes.
+const PASS_BATCHES_MAX: usize = 1_000;
+/// Times a pass goes back for partitions that were busy, and the pause before each.
+const BUSY_RETRIES_MAX: usize = 3;
+const BUSY_PAUSE: Duration = Duration::from_millis(100);
+
+/// The jobs' settings, from `Config`.
+#[derive(Clone, Debug)]
+pub(crate) struct PolicySettings {
+    /// `RETENTION_INTERVAL`.
+    pub(crate) retention_interval: Duration,
+    /// `RETENTION_BATCH_SIZE`.
+    pub(crate) retention_batch: i32,
+    /// `EVICTION_INTERVAL`.
+    pub(crate) eviction_interval: Duration,
+    /// `EVICTION_BATCH_SIZE`.
+    pub(crate) eviction_batch: i32,
+    /// `PARTITION_CLEANUP_DAYS` (0: no cleanup).
+    pub(crate) cleanup_days: i32,
+    /// This instance's `WORKER_ID`, recorded with each pass.
+    pub(crate) worker_id: String,
+}
+
+pub(super) async fn run(
+    settings: ConnectSettings,
+    policy: PolicySettings,
+    mut leader: watch::Receiver<bool>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let settings = settings.with_statement_timeout_ms(JOB_STATEMENT_TIMEOUT_MS);
+    loop {
+        while !*leader.borrow_and_update() {
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() { return },
+                _ = stopped.changed() => return,
+            }
+        }
+        match settings.connect().await {
+            Ok(client) => {
+                if run_while_leader(&client, &policy, &mut leader, &mut stopped).await {
+                    return;
+                }
+            }
+            Err(error) => tracing::debug!(%error, "jobs session cannot connect"),
+        }
+        if stop_requested(&mut stopped, RECONNECT_DELAY).await {
+            return;
+        }
+    }
+}
+
+/// Runs each job when it is due. Returns true when asked to stop, false when leadership or the
+/// session was lost.
+async fn run_while_leader(
+    client: &Client,
+    policy: &PolicySettings,
+    leader: &mut watch::Receiver<bool>,
+    stopped: &mut watch::Receiver<bool>,
+) -> bool {
+    let mut retention = tokio::time::interval(policy.retention_interval);
+    let mut eviction = tokio::time::interval(policy.eviction_interval);
+    for ticker in [&mut retention, &mut eviction] {
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    }
+    loop {
+        let jobs: &[Job] = tokio::select! {
+            _ = retention.tick() => &[Job::Retention, Job::PartitionCleanup],
+            _ = eviction.tick() => &[Job::Eviction],
+            changed = leader.changed() => {
+                if changed.is_err() || !*leader.borrow_and_update() {
+                    return false;
+                }
+                continue;
+            }
+            _ = stopped.changed() => return true,
+        };
+        for &job in jobs {
+            if job == Job::PartitionCleanup && policy.cleanup_days == 0 {
+                continue;
+            }
+            if let Err(error) = pass(client, job, policy, leader, stopped).await {
+                tracing::warn!(%error, job = job.name(), "background job failed");
+                if matches!(error, DbError::Unavailable(_)) || client.is_closed() {
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// One pass of `job`, unless another session runs one now.
+async fn pass(
+    client: &Client,
+    job: Job,
+    policy: &PolicySettings,
+    leader: &watch::Receiver<bool>,
+    stopped: &watch::Receiver<bool>,
+) -> Result<(), DbError> {
+    if !jobs::try_lock(client, job).await? {
+        tracing::debug!(job = job.name(), "a pass of this job runs elsewhere");
+        return Ok(());
+    }
+    let started = OffsetDateTime::now_utc();
+    let batches = batches(client, job, policy, leader, stopped).await;
+    let unlocked = jobs::unlock(client, job).await;
+    let removed = batches?;
+    unlocked?;
+    if removed > 0 {
+        tracing::info!(job = job.name(), removed, "background job deleted");
+    }
+    jobs::record(client, job, &policy.worker_id, started, removed).await
+}
+
+/// The batches of one pass, while each deletes a full batch (or met busy partitions, a few
+/// times) and this instance still leads; the number of rows deleted.
+async fn batches(
+    client: &Client,
+    job: Job,
+    policy: &PolicySettings,
+    leader: &watch::Receiver<bool>,
+    stopped: &watch::Receiver<bool>,
+) -> Result<u64, DbError> {
+    let limit = match job {
+        Job::Eviction => policy.eviction_batch,
+        Job::Retention | Job::PartitionCleanup => policy.retention_batch,
+    };
+    let full = u64::from(limit.unsigned_abs());
+    let mut removed = 0;
+    let mut busy_retries = 0;
+    for _ in 0..PASS_BATCHES_MAX {
+        let batch = jobs::batch(client, job, limit, policy.cleanup_days).await?;
+        removed += batch.removed;
+        let pause = if batch.removed >= full {
+            BATCH_PAUSE
+        } else if batch.busy > 0 && busy_retries < BUSY_RETRIES_MAX {
+            busy_retries += 1;
+            BUSY_PAUSE
+        } else {
+            break;
+        };
+        if *stopped.borrow() || !*leader.borrow() {
+            break;
+        }
+        tokio::time::sleep(pause).await;
+    }
+    Ok(removed)
+}

@@ -1,0 +1,153 @@
+-- Queue depth and push admission: maxSize (spec §4.13) and the refusal of plaintext for queues
+-- that encrypt (ADR 0006). regina.push calls these only for items of capped or encrypting queues.
+
+-- The groups known to a queue: those with a subscription or a cursor there.
+create or replace function regina._queue_groups(i_queue_id bigint) returns text[]
+language plpgsql stable as $$
+begin
+    return array(select s.consumer_group from regina.subscriptions s where s.queue_id = i_queue_id
+                 union
+                 select distinct c.consumer_group from regina.cursors c where c.queue_id = i_queue_id);
+end
+$$;
+
+-- The lowest head of the groups i_groups on a partition: every message below it is settled by
+-- every one of them. A group without a cursor there starts at its subscription start. Null when
+-- i_groups is empty.
+create or replace function regina._partition_floor(i_partition_id bigint, i_queue_id bigint,
+                                                   i_groups text[])
+returns bigint
+language plpgsql stable as $$
+begin
+    return (select min(coalesce(c.next_seq, regina._start_seq(i_partition_id, s.start_at)))
+            from unnest(i_groups) g(name)
+            left join regina.cursors c
+                   on c.partition_id = i_partition_id and c.consumer_group = g.name
+            left join regina.subscriptions s
+                   on s.queue_id = i_queue_id and s.consumer_group = g.name);
+end
+$$;
+
+-- Stored, unexpired messages of one partition that some group of i_groups has not settled.
+-- Settled sets are prefixes (below a head, or before a subscription start) except for marks
+-- ahead of a head; only when a cursor of the partition holds marks is each message checked.
+create or replace function regina._partition_depth(i_partition_id bigint, i_q regina.queues,
+                                                   i_groups text[], i_now timestamptz)
+returns bigint
+language plpgsql stable as $$
+declare
+    v_floor bigint := regina._partition_floor(i_partition_id, i_q.id, i_groups);
+    v_expired_before timestamptz := case when i_q.ttl_seconds > 0
+                                         then i_now - i_q.ttl_seconds * interval '1 second' end;
+begin
+    if not exists (select 1 from regina.cursors c
+                   where c.partition_id = i_partition_id and c.consumer_group = any (i_groups)
+                     and (cardinality(c.marks) > 0 or cardinality(c.lease_marks) > 0)) then
+        return (select count(*) from regina.messages m
+                where m.partition_id = i_partition_id and m.seq >= v_floor
+                  and (v_expired_before is null or m.created_at > v_expired_before));
+    end if;
+    return (select count(*) from regina.messages m
+            where m.partition_id = i_partition_id and m.seq >= v_floor
+              and (v_expired_before is null or m.created_at > v_expired_before)
+              and exists (
+                  select 1 from unnest(i_groups) g(name)
+                  left join regina.cursors c
+                         on c.partition_id = i_partition_id and c.consumer_group = g.name
+                  left join regina.subscriptions s
+                         on s.queue_id = i_q.id and s.consumer_group = g.name
+                  where case when c.partition_id is not null
+                             then m.seq >= c.next_seq and m.seq <> all (c.marks)
+                                  and m.seq <> all (c.lease_marks)
+                             else s.start_at is null or m.created_at >= s.start_at end));
+end
+$$;
+
+-- The depth of a queue (spec §4.13): stored, unexpired messages that some known group has not
+-- settled; with no known group, every stored unexpired message. Partitions holding such messages
+-- for a subscribed group are exactly those with a ready row (migrations/0002_ready.sql), so only
+-- those are visited.
+create or replace function regina.queue_depth(i_queue_id bigint, i_now timestamptz default null)
+returns bigint
+language plpgsql stable as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_q regina.queues;
+    v_groups text[] := regina._queue_groups(i_queue_id);
+begin
+    select * into v_q from regina.queues q where q.id = i_queue_id;
+    if cardinality(v_groups) = 0 then
+        return (select count(*) from regina.partitions p
+                join regina.messages m on m.partition_id = p.id
+                where p.queue_id = i_queue_id
+                  and (v_q.ttl_seconds = 0
+                       or m.created_at > v_now - v_q.ttl_seconds * interval '1 second'));
+    end if;
+    return coalesce((select sum(regina._partition_depth(r.partition_id, v_q, v_groups, v_now))
+                     from (select distinct rr.partition_id from regina.ready rr
+                           where rr.queue_id = i_queue_id) r), 0);
+end
+$$;
+
+-- Serialises pushes to the capped queues among i_items (maxSize > 0), so that the depth one
+-- push reads cannot be overtaken by another push: a transaction-scoped lock per queue, taken in
+-- id order before any partition is created or locked. Returns the queues locked; capacity is
+-- enforced for those (a queue capped by a configure racing with this push is not, this once).
+create or replace function regina._capacity_lock(i_items regina.push_item[]) returns bigint[]
+language plpgsql as $$
+declare
+    v_capped bigint[] := array(select distinct x.queue_id from unnest(i_items) x
+                               where x.max_size > 0 order by x.queue_id);
+    v_queue_id bigint;
+begin
+    foreach v_queue_id in array v_capped loop
+        perform pg_advisory_xact_lock(hashtextextended('regina.capacity/' || v_queue_id, 0));
+    end loop;
+    return v_capped;
+end
+$$;
+
+-- The items of one push call that must not be stored, with the reason: `encryption_required`
+-- for a new message in plaintext to a queue that encrypts (the broker encrypts and pushes it
+-- again), `queue_full` past maxSize for the queues in i_capped. New messages of a capped queue
+-- are admitted in item order while the depth stays below maxSize, so the admitted ones form a
+-- prefix. Duplicates (of stored messages or of admitted items) are never refused; a later item
+-- with the key of a refused one is refused with it.
+create or replace function regina._push_refusals(i_items regina.push_item[], i_capped bigint[],
+                                                 i_now timestamptz,
+                                                 out o_idx integer[], out o_code text[])
+language plpgsql as $$
+begin
+    with items as (select * from unnest(i_items)),
+    firsts as (
+        select distinct on (i.partition_id, i.transaction_id) i.*
+        from items i order by i.partition_id, i.transaction_id, i.idx),
+    fresh as (
+        select f.* from firsts f
+        where not exists (select 1 from regina.messages m
+                          where m.partition_id = f.partition_id
+                            and m.transaction_id = f.transaction_id)),
+    plain as (   -- plaintext for a queue that encrypts
+        select f.idx from fresh f where f.encrypting and f.payload_key_id is null),
+    ranked as (
+        select f.idx, f.queue_id,
+               row_number() over (partition by f.queue_id order by f.idx) as rank
+        from fresh f
+        where f.queue_id = any (i_capped) and not exists (select 1 from plain p where p.idx = f.idx)),
+    room as (
+        select q.id, q.max_size - regina.queue_depth(q.id, i_now) as room
+        from regina.queues q where q.id = any (i_capped)),
+    refused as (
+        select p.idx, 'encryption_required' as code from plain p
+        union all
+        select r.idx, 'queue_full' from ranked r join room on room.id = r.queue_id
+        where r.rank > room.room)
+    select array_agg(i.idx order by i.idx), array_agg(rf.code order by i.idx)
+    into o_idx, o_code
+    from items i
+    join firsts f on f.partition_id = i.partition_id and f.transaction_id = i.transaction_id
+    join refused rf on rf.idx = f.idx;
+    o_idx := coalesce(o_idx, '{}');
+    o_code := coalesce(o_code, '{}');
+end
+$$;
