@@ -61,6 +61,21 @@ begin
 end
 $$;
 
+-- Locks the partitions a push writes, in id order, until commit. Row-exclusive on the table comes
+-- first: a subscription being created holds the table in share mode until it commits, so a push
+-- that reads subscriptions after this either sees it or ran before it looked at the partitions
+-- (see _subscription_start). Already held locks (a transaction that pushes twice) cost nothing.
+create or replace function regina._push_lock(i_partition_ids bigint[]) returns void
+language plpgsql as $$
+begin
+    lock table regina.partitions in row exclusive mode;
+    perform 1 from regina.partitions p
+    where p.id = any (i_partition_ids)
+    order by p.id
+    for update;
+end
+$$;
+
 create or replace function regina.push(i_items jsonb, i_payloads json default null,
                                        i_notify boolean default false,
                                        i_now timestamptz default null)
@@ -72,14 +87,7 @@ declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.push_item[] := regina._push_resolve(i_items, i_payloads);
 begin
-    -- Row-exclusive on the table before the row locks: a subscription being created holds the
-    -- table in share mode until it commits, so the statement below, which reads subscriptions,
-    -- either sees it or ran before it looked at the partitions (see _subscription_start).
-    lock table regina.partitions in row exclusive mode;
-    perform 1 from regina.partitions p
-    where p.id in (select distinct x.partition_id from unnest(v_items) x)
-    order by p.id
-    for update;
+    perform regina._push_lock(array(select distinct x.partition_id from unnest(v_items) x));
 
     return query
     with items as (select * from unnest(v_items)),
@@ -118,6 +126,11 @@ begin
         from bumped b
         join regina.subscriptions s on s.queue_id = b.queue_id
         join regina.queues q on q.id = b.queue_id
+        -- A row this snapshot sees stays (deleting it needs the partition lock held here), so
+        -- only missing rows are inserted: the insert never waits for a consumer that is moving
+        -- an existing row, and a push never waits for the holder of a cursor.
+        where not exists (select 1 from regina.ready r
+                          where r.partition_id = b.id and r.consumer_group = s.consumer_group)
         order by b.id, s.consumer_group
         on conflict do nothing
         returning 1)

@@ -35,11 +35,13 @@ pub(crate) enum Stmt {
     Ping,
     /// Announcement of committed pushes to other instances.
     NotifyPushes,
+    /// `regina.transaction`.
+    Transaction,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 9;
+    pub(crate) const COUNT: usize = 10;
 
     fn sql(self) -> &'static str {
         match self {
@@ -60,6 +62,10 @@ impl Stmt {
             Stmt::Configure => "select regina.configure($1::text::jsonb)::text",
             Stmt::DlqList => "select regina.dlq_list($1::text::jsonb)::text",
             Stmt::Ping => "select 1",
+            Stmt::Transaction => {
+                "select idx, result::text, wake_queue, wake_group \
+                 from regina.transaction($1::text::jsonb, $2::text::json)"
+            }
         }
     }
 }
@@ -73,7 +79,8 @@ pub(crate) struct IndexedRow {
     pub(crate) result: String,
 }
 
-/// One row of `regina.ack`: the result plus the waiters to wake when the ack ended a lease.
+/// One row of `regina.ack` (or `regina.transaction`): the result plus the waiters to wake when an
+/// ack ended a lease.
 #[derive(Debug)]
 pub(crate) struct AckRow {
     /// The indexed result.
@@ -93,6 +100,19 @@ fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
     Ok(IndexedRow {
         idx,
         result: result.unwrap_or_else(|| "null".to_owned()),
+    })
+}
+
+fn ack_row(row: &Row) -> Result<AckRow, DbError> {
+    let queue: Option<String> = row
+        .try_get(2)
+        .map_err(|e| DbError::Internal(e.to_string()))?;
+    let group: Option<String> = row
+        .try_get(3)
+        .map_err(|e| DbError::Internal(e.to_string()))?;
+    Ok(AckRow {
+        row: indexed(row)?,
+        wake: queue.zip(group),
     })
 }
 
@@ -137,18 +157,20 @@ impl Db {
     /// `regina.ack(acks)`: one row per ack item.
     pub(crate) async fn ack(&self, acks: &str) -> Result<Vec<AckRow>, DbError> {
         let rows = self.query(Stmt::Ack, &[&acks]).await?;
-        rows.iter()
-            .map(|r| {
-                let queue: Option<String> =
-                    r.try_get(2).map_err(|e| DbError::Internal(e.to_string()))?;
-                let group: Option<String> =
-                    r.try_get(3).map_err(|e| DbError::Internal(e.to_string()))?;
-                Ok(AckRow {
-                    row: indexed(r)?,
-                    wake: queue.zip(group),
-                })
-            })
-            .collect()
+        rows.iter().map(ack_row).collect()
+    }
+
+    /// `regina.transaction(operations, payloads)`: one row per ack operation and pushed item,
+    /// all committed; or [`DbError::TransactionAborted`] with nothing applied.
+    pub(crate) async fn transaction(
+        &self,
+        operations: &str,
+        payloads: &str,
+    ) -> Result<Vec<AckRow>, DbError> {
+        let rows = self
+            .query(Stmt::Transaction, &[&operations, &payloads])
+            .await?;
+        rows.iter().map(ack_row).collect()
     }
 
     /// `regina.lease_extend(requests)`: one row per request.

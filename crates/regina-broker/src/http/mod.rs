@@ -15,6 +15,7 @@ mod push;
 mod query;
 mod streams;
 mod timestamp;
+mod transaction;
 
 use std::time::Instant;
 
@@ -44,6 +45,7 @@ pub fn app(state: AppState) -> Router {
         .merge(ack::routes())
         .merge(lease::routes())
         .merge(dlq::routes())
+        .merge(transaction::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -57,7 +57,7 @@ async fn push(
 }
 
 /// The `status` of a push result entry: `queued`, `duplicate`, `failed` (e.g. `queue_full`).
-fn result_status(result: &str) -> Option<Cow<'_, str>> {
+pub(super) fn result_status(result: &str) -> Option<Cow<'_, str>> {
     #[derive(Deserialize)]
     struct Status<'a> {
         #[serde(borrow)]
@@ -68,13 +68,26 @@ fn result_status(result: &str) -> Option<Cow<'_, str>> {
         .and_then(|s| s.status)
 }
 
-/// Validates every item and writes them as `regina.push` elements.
+/// Validates every item of a `/push` request and writes them as `regina.push` elements.
 fn push_request(items: &[&RawValue], name_chars_max: usize) -> Result<PushRequest, ApiError> {
+    push_items(items, "items", 0, name_chars_max)
+}
+
+/// Validates pushed items and writes them as `regina.push` elements, each with its identity: the
+/// one preparation of pushed items, shared by `/push` and transaction push operations. Errors
+/// name the field `<path>[i].<key>` and the index `first_index + i`.
+pub(super) fn push_items(
+    items: &[&RawValue],
+    path: &str,
+    first_index: usize,
+    name_chars_max: usize,
+) -> Result<PushRequest, ApiError> {
     let mut out = String::with_capacity(items.len() * 160);
     let mut payloads = String::with_capacity(items.iter().map(|i| i.get().len()).sum());
     let mut targets = BTreeSet::new();
     for (index, raw) in items.iter().enumerate() {
-        let item = Object::from_raw(raw, format!("items[{index}]."), Some(index))?;
+        let prefix = format!("{path}[{index}].");
+        let item = Object::from_raw(raw, prefix, Some(first_index + index))?;
         if index > 0 {
             out.push(',');
             payloads.push(',');
