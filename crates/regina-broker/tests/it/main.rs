@@ -25,4 +25,5 @@ mod retry_dlq;
 mod selector;
 mod sql;
 mod subscription;
+mod transaction;
 mod visibility;
