@@ -37,11 +37,23 @@ pub(crate) enum Stmt {
     NotifyPushes,
     /// `regina.transaction`.
     Transaction,
+    /// `regina.consumer_groups_list`.
+    GroupsList,
+    /// `regina.consumer_groups_lagging`.
+    GroupsLagging,
+    /// `regina.consumer_group_detail`.
+    GroupDetail,
+    /// `regina.consumer_group_delete`.
+    GroupDelete,
+    /// `regina.consumer_group_subscription`.
+    GroupSubscription,
+    /// `regina.consumer_group_seek`.
+    GroupSeek,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 10;
+    pub(crate) const COUNT: usize = 16;
 
     fn sql(self) -> &'static str {
         match self {
@@ -66,6 +78,20 @@ impl Stmt {
                 "select idx, result::text, wake_queue, wake_group \
                  from regina.transaction($1::text::jsonb, $2::text::json)"
             }
+            Stmt::GroupsList => {
+                "select total, body::text from regina.consumer_groups_list($1::text::jsonb)"
+            }
+            Stmt::GroupsLagging => {
+                "select total, body::text from regina.consumer_groups_lagging($1::text::jsonb)"
+            }
+            Stmt::GroupDetail => "select regina.consumer_group_detail($1::text)::text",
+            Stmt::GroupDelete => {
+                "select regina.consumer_group_delete($1::text, $2::text, $3::boolean)::text"
+            }
+            Stmt::GroupSubscription => {
+                "select regina.consumer_group_subscription($1::text, $2::text::timestamptz)::text"
+            }
+            Stmt::GroupSeek => "select regina.consumer_group_seek($1::text::jsonb)::text",
         }
     }
 }
@@ -202,6 +228,68 @@ impl Db {
     /// `regina.dlq_list(query)`: the DLQ listing body.
     pub(crate) async fn dlq_list(&self, query: &str) -> Result<String, DbError> {
         single_text(&self.query(Stmt::DlqList, &[&query]).await?)
+    }
+
+    /// A consumer-group listing of one page (`query` = `{limit, offset, …}`): the unpaged row
+    /// count and the page as a JSON array.
+    async fn group_rows(&self, stmt: Stmt, query: &str) -> Result<(i64, String), DbError> {
+        let rows = self.query(stmt, &[&query]).await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| DbError::Internal("no row returned".to_owned()))?;
+        let total: i64 = row
+            .try_get(0)
+            .map_err(|e| DbError::Internal(e.to_string()))?;
+        let body: String = row
+            .try_get(1)
+            .map_err(|e| DbError::Internal(e.to_string()))?;
+        Ok((total, body))
+    }
+
+    /// `regina.consumer_groups_list(page)`: the unpaged count and one page.
+    pub(crate) async fn groups_list(&self, page: &str) -> Result<(i64, String), DbError> {
+        self.group_rows(Stmt::GroupsList, page).await
+    }
+
+    /// `regina.consumer_groups_lagging(page)`: the unpaged count and one page.
+    pub(crate) async fn groups_lagging(&self, page: &str) -> Result<(i64, String), DbError> {
+        self.group_rows(Stmt::GroupsLagging, page).await
+    }
+
+    /// `regina.consumer_group_detail(group)`: the group's partitions by queue.
+    pub(crate) async fn group_detail(&self, group: &str) -> Result<String, DbError> {
+        single_text(&self.query(Stmt::GroupDetail, &[&group]).await?)
+    }
+
+    /// `regina.consumer_group_delete(group, queue, delete_metadata)`.
+    pub(crate) async fn group_delete(
+        &self,
+        group: &str,
+        queue: Option<&str>,
+        delete_metadata: bool,
+    ) -> Result<String, DbError> {
+        let rows = self
+            .query(Stmt::GroupDelete, &[&group, &queue, &delete_metadata])
+            .await?;
+        single_text(&rows)
+    }
+
+    /// `regina.consumer_group_subscription(group, start)` (`start`: ISO-8601 text).
+    pub(crate) async fn group_subscription(
+        &self,
+        group: &str,
+        start: &str,
+    ) -> Result<String, DbError> {
+        single_text(
+            &self
+                .query(Stmt::GroupSubscription, &[&group, &start])
+                .await?,
+        )
+    }
+
+    /// `regina.consumer_group_seek(request)`.
+    pub(crate) async fn group_seek(&self, request: &str) -> Result<String, DbError> {
+        single_text(&self.query(Stmt::GroupSeek, &[&request]).await?)
     }
 
     /// Runs a trivial query (health).

@@ -4,6 +4,7 @@
 mod ack;
 mod body;
 mod configure;
+mod consumer_groups;
 mod dlq;
 pub(crate) mod error;
 mod health;
@@ -46,6 +47,7 @@ pub fn app(state: AppState) -> Router {
         .merge(lease::routes())
         .merge(dlq::routes())
         .merge(transaction::routes())
+        .merge(consumer_groups::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
