@@ -446,8 +446,8 @@ impl Session {
         Ok(())
     }
 
-    /// Acks `acks` and pushes `items` atomically: `POST /api/v1/transaction` (when the broker
-    /// has it), one SQL transaction for `raw`. Returns false when the broker has no such route.
+    /// Acks `acks` and pushes `items` atomically: `POST /api/v1/transaction` for the broker, one
+    /// SQL transaction for `raw`.
     ///
     /// # Errors
     /// Transport error or a failed transaction.
@@ -456,7 +456,7 @@ impl Session {
         acks: &[Ack],
         group: Option<&str>,
         items: &[Item],
-    ) -> anyhow::Result<bool> {
+    ) -> anyhow::Result<()> {
         match self {
             Session::Broker(conn) => {
                 let mut operations: Vec<Value> = acks
@@ -481,8 +481,7 @@ impl Session {
                     )
                     .await?;
                 match status {
-                    200 | 201 => Ok(true),
-                    404 => Ok(false),
+                    200 => Ok(()),
                     _ => bail!("transaction: {status} {}", String::from_utf8_lossy(&text)),
                 }
             }
@@ -511,7 +510,7 @@ impl Session {
                         return Err(e);
                     }
                 }
-                Ok(true)
+                Ok(())
             }
         }
     }
