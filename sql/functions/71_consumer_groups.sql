@@ -47,15 +47,18 @@ language sql stable as $$
     select p, c, l.o_offset_lag, l.o_head_at
     from regina.ready r
     join regina.partitions p on p.id = r.partition_id
-    left join regina.cursors c on c.partition_id = r.partition_id and c.consumer_group = r.consumer_group
-    left join regina.subscriptions s on s.queue_id = r.queue_id and s.consumer_group = r.consumer_group
+    left join regina.cursors c
+           on c.partition_id = r.partition_id and c.consumer_group = r.consumer_group
+    left join regina.subscriptions s
+           on s.queue_id = r.queue_id and s.consumer_group = r.consumer_group
     cross join lateral regina._group_lag(p, c, s.start_at) l
     where r.queue_id = i_queue_id and r.consumer_group = i_group
 $$;
 
 -- GET /api/v1/consumer-groups: every (group, queue) pair with a cursor or a subscription, by
 -- group then queue name, paged (`{limit, offset}`); `total` counts them all.
-create or replace function regina.consumer_groups_list(i_query jsonb, i_now timestamptz default null)
+create or replace function regina.consumer_groups_list(i_query jsonb,
+                                                       i_now timestamptz default null)
 returns table (total bigint, body json)
 language plpgsql stable as $$
 declare
@@ -142,7 +145,8 @@ end
 $$;
 
 -- GET /api/v1/consumer-groups/:group: the group's partitions with a cursor, by queue.
-create or replace function regina.consumer_group_detail(i_group text, i_now timestamptz default null)
+create or replace function regina.consumer_group_detail(i_group text,
+                                                        i_now timestamptz default null)
 returns json
 language plpgsql stable as $$
 declare

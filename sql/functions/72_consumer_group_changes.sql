@@ -1,6 +1,7 @@
 -- Consumer groups, changes (DELETE /api/v1/consumer-groups/…, POST …/subscription): they delete
--- cursors or move where a group starts, so each keeps the ready set true (migrations/0002_ready.sql):
--- every partition holding a message the group has not settled keeps a ready row.
+-- cursors or move where a group starts, so each keeps the ready set true
+-- (migrations/0002_ready.sql): every partition holding a message the group has not settled keeps
+-- a ready row.
 --
 -- Lock order, shared with seeks (73_seek.sql) and transactions (70_transaction.sql): cursors in
 -- (partition, group) order first, then the partitions table. A transaction holding the table in
@@ -84,8 +85,9 @@ $$;
 
 -- Sets where a named group starts (a timestamp) on every queue where it has a subscription;
 -- partitions it already has a cursor on keep their position. Queue mode ignores subscription
--- settings (spec §4.1) and is left alone. Returns `{newTimestamp, rowsUpdated, queues}`: `queues` lists the
--- queues whose waiters of the group should retry (an earlier start may give them work).
+-- settings (spec §4.1) and is left alone. Returns `{newTimestamp, rowsUpdated, queues}`:
+-- `queues` lists the queues whose waiters of the group should retry (an earlier start may give
+-- them work).
 create or replace function regina.consumer_group_subscription(i_group text, i_start_at timestamptz,
                                                               i_now timestamptz default null)
 returns jsonb

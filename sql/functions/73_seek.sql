@@ -42,8 +42,9 @@ declare
     v_group text := i_req ->> 'consumerGroup';
     v_single text := i_req ->> 'partition';
     -- Exclusive (createdAt > timestamp): one microsecond later, inclusively.
-    v_after timestamptz := case when not coalesce((i_req ->> 'toEnd')::boolean, false)
-                                then (i_req ->> 'timestamp')::timestamptz + interval '1 microsecond' end;
+    v_after timestamptz :=
+        case when not coalesce((i_req ->> 'toEnd')::boolean, false)
+             then (i_req ->> 'timestamp')::timestamptz + interval '1 microsecond' end;
     v_q regina.queues;
     v_p regina.partitions;
     v_c regina.cursors;
