@@ -67,6 +67,27 @@ begin
 end
 $$;
 
+-- Locks the partitions a push writes, in id order, until commit; returns how many it locked (fewer
+-- than asked when partition cleanup deleted one since it was resolved). Row-exclusive on the table
+-- comes first: a subscription being created holds the table in share mode until it commits, so a
+-- push that reads subscriptions after this either sees it or ran before it looked at the
+-- partitions (see _subscription_start). `no key update`: creating a cursor (key share) need not
+-- wait. Already held locks (a transaction that pushes twice) cost nothing.
+create or replace function regina._push_lock(i_partition_ids bigint[]) returns integer
+language plpgsql as $$
+declare
+    v_locked integer;
+begin
+    lock table regina.partitions in row exclusive mode;
+    perform 1 from regina.partitions p
+    where p.id = any (i_partition_ids)
+    order by p.id
+    for no key update;
+    get diagnostics v_locked = row_count;
+    return v_locked;
+end
+$$;
+
 -- Stores the items. With i_ignore_capacity (failover replay: those items were acknowledged
 -- already), maxSize is not enforced. An item refused (queue_full, or encryption_required for
 -- plaintext to a queue that encrypts) gets a `failed` row and nothing is stored for it.
@@ -89,17 +110,8 @@ declare
 begin
     for attempt in 1 .. 3 loop
         select * into v_items, v_capped from regina._push_resolve(i_items, i_payloads, not i_ignore_capacity);
-        -- Row-exclusive on the table before the row locks: a subscription being created holds the
-        -- table in share mode until it commits, so the statement below, which reads
-        -- subscriptions, either sees it or ran before it looked at the partitions (see
-        -- _subscription_start). `no key update`: creating a cursor (key share) need not wait.
-        lock table regina.partitions in row exclusive mode;
         v_wanted := (select count(distinct x.partition_id) from unnest(v_items) x);
-        perform 1 from regina.partitions p
-        where p.id in (select distinct x.partition_id from unnest(v_items) x)
-        order by p.id
-        for no key update;
-        get diagnostics v_locked = row_count;
+        v_locked := regina._push_lock(array(select distinct x.partition_id from unnest(v_items) x));
         -- Partition cleanup deleted a partition after it was resolved: resolve (re-create) again.
         exit when v_locked = v_wanted;
         if attempt = 3 then
@@ -151,6 +163,11 @@ begin
         from bumped b
         join regina.subscriptions s on s.queue_id = b.queue_id
         join regina.queues q on q.id = b.queue_id
+        -- A row this snapshot sees stays (deleting it needs the partition lock held here), so
+        -- only missing rows are inserted: the insert never waits for a consumer that is moving
+        -- an existing row, and a push never waits for the holder of a cursor.
+        where not exists (select 1 from regina.ready r
+                          where r.partition_id = b.id and r.consumer_group = s.consumer_group)
         order by b.id, s.consumer_group
         on conflict do nothing
         returning 1)

@@ -322,7 +322,6 @@ struct Shared {
     measuring: AtomicBool,
     forwarded: Mutex<HashSet<(u32, u64)>>,
     downstream: Mutex<HashMap<(u32, u64), u32>>,
-    transaction_route: AtomicBool,
     raw: bool,
 }
 
@@ -499,28 +498,15 @@ async fn consumer(shared: Arc<Shared>, mut session: Session, group: GroupPlan) {
                 partition: d.partition.clone(),
                 payload: d.data.to_string(),
             };
-            let result = if shared.transaction_route.load(Ordering::Relaxed) {
-                session
-                    .transaction(
-                        std::slice::from_ref(&ack),
-                        group.name.as_deref(),
-                        std::slice::from_ref(&item),
-                    )
-                    .await
-            } else {
-                Ok(false)
-            };
+            let result = session
+                .transaction(
+                    std::slice::from_ref(&ack),
+                    group.name.as_deref(),
+                    std::slice::from_ref(&item),
+                )
+                .await;
             let ok = match result {
-                Ok(true) => true,
-                Ok(false) => {
-                    // No transaction route: forward, then acknowledge (not atomic).
-                    shared.transaction_route.store(false, Ordering::Relaxed);
-                    session.push(std::slice::from_ref(&item)).await.is_ok()
-                        && session
-                            .ack(std::slice::from_ref(&ack), group.name.as_deref())
-                            .await
-                            .is_ok()
-                }
+                Ok(()) => true,
                 Err(e) => {
                     tracing::warn!("transaction failed: {e:#}");
                     false
@@ -618,7 +604,6 @@ pub async fn run(
         measuring: AtomicBool::new(false),
         forwarded: Mutex::new(HashSet::new()),
         downstream: Mutex::new(HashMap::new()),
-        transaction_route: AtomicBool::new(true),
         raw,
     });
     let mut setup = target.session();
@@ -831,12 +816,10 @@ pub async fn run(
         notes.push(format!(
             "{} messages forwarded through {}; {} arrived downstream, {missing} missing, {twice} more than once",
             forwarded.len(),
-if raw {
+            if raw {
                 "one SQL transaction (ack + push)"
-            } else if shared.transaction_route.load(Ordering::Relaxed) {
-                "POST /api/v1/transaction"
             } else {
-                "push-then-ack (the broker has no transaction route)"
+                "POST /api/v1/transaction"
             },
             arrived.len()
         ));

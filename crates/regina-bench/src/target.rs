@@ -458,8 +458,8 @@ impl Session {
         Ok(())
     }
 
-    /// Acks `acks` and pushes `items` atomically: `POST /api/v1/transaction` (when the broker
-    /// has it), one SQL transaction for `raw`. Returns false when the broker has no such route.
+    /// Acks `acks` and pushes `items` atomically: `POST /api/v1/transaction` for the broker, one
+    /// SQL transaction for `raw`.
     ///
     /// # Errors
     /// Transport error or a failed transaction.
@@ -468,7 +468,7 @@ impl Session {
         acks: &[Ack],
         group: Option<&str>,
         items: &[Item],
-    ) -> anyhow::Result<bool> {
+    ) -> anyhow::Result<()> {
         match self {
             Session::Broker(conn) => {
                 let mut operations: Vec<Value> = acks
@@ -493,8 +493,7 @@ impl Session {
                     )
                     .await?;
                 match status {
-                    200 | 201 => Ok(true),
-                    404 => Ok(false),
+                    200 => Ok(()),
                     _ => bail!("transaction: {status} {}", String::from_utf8_lossy(&text)),
                 }
             }
@@ -523,7 +522,7 @@ impl Session {
                         return Err(e);
                     }
                 }
-                Ok(true)
+                Ok(())
             }
         }
     }

@@ -48,6 +48,8 @@ pub mod defaults {
     pub const PUSH_ITEMS_MAX: usize = 10_000;
     /// `ACK_ITEMS_MAX`, acknowledgments.
     pub const ACK_ITEMS_MAX: usize = 10_000;
+    /// `TRANSACTION_OPERATIONS_MAX`, ack operations plus pushed items per transaction.
+    pub const TRANSACTION_OPERATIONS_MAX: usize = 10_000;
     /// `POP_BATCH_MAX`, messages.
     pub const POP_BATCH_MAX: u32 = 10_000;
     /// `POP_PARTITIONS_MAX`, partitions.
@@ -233,6 +235,12 @@ pub struct Config {
     #[arg(long, env = "ACK_ITEMS_MAX", default_value_t = defaults::ACK_ITEMS_MAX,
           value_parser = parse_positive_usize)]
     pub ack_items_max: usize,
+    /// Ack operations plus pushed items per `/transaction` request (also its number of
+    /// operations). Default 10 000.
+    #[arg(long, env = "TRANSACTION_OPERATIONS_MAX",
+          default_value_t = defaults::TRANSACTION_OPERATIONS_MAX,
+          value_parser = parse_positive_usize)]
+    pub transaction_operations_max: usize,
     /// Messages per pop (`batch`). Default 10 000.
     #[arg(long, env = "POP_BATCH_MAX", default_value_t = defaults::POP_BATCH_MAX,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -368,6 +376,7 @@ impl Default for Config {
             json_depth_max: d::JSON_DEPTH_MAX,
             push_items_max: d::PUSH_ITEMS_MAX,
             ack_items_max: d::ACK_ITEMS_MAX,
+            transaction_operations_max: d::TRANSACTION_OPERATIONS_MAX,
             pop_batch_max: d::POP_BATCH_MAX,
             pop_partitions_max: d::POP_PARTITIONS_MAX,
             pop_timeout_ms_max: d::POP_TIMEOUT_MS_MAX,

@@ -18,6 +18,12 @@ pub(crate) enum DbError {
         /// The server's message.
         message: String,
     },
+    /// A transaction (`regina.transaction`) was refused and nothing was applied: SQLSTATE
+    /// `RGTXA`, whose detail is `{code, error, results}` (sql/README.md).
+    TransactionAborted {
+        /// The detail text, JSON.
+        detail: String,
+    },
     /// Anything else (a result of an unexpected shape, a client-side conversion failure).
     Internal(String),
 }
@@ -43,10 +49,14 @@ impl fmt::Display for DbError {
             DbError::Statement { code, message } => {
                 write!(f, "statement failed ({code}): {message}")
             }
+            DbError::TransactionAborted { detail } => write!(f, "transaction aborted: {detail}"),
             DbError::Internal(m) => write!(f, "database client error: {m}"),
         }
     }
 }
+
+/// SQLSTATE raised by `regina.transaction` when an operation fails (nothing applied).
+const TRANSACTION_ABORTED: &str = "RGTXA";
 
 /// Maps a `tokio_postgres` error onto [`DbError`].
 pub(crate) fn classify(error: &tokio_postgres::Error) -> DbError {
@@ -59,6 +69,9 @@ pub(crate) fn classify(error: &tokio_postgres::Error) -> DbError {
     let code = db_error.code().code();
     let message = db_error.message().to_owned();
     match code {
+        TRANSACTION_ABORTED => DbError::TransactionAborted {
+            detail: db_error.detail().unwrap_or("{}").to_owned(),
+        },
         // query_canceled (statement_timeout), lock_not_available (lock_timeout)
         "57014" | "55P03" => DbError::Timeout(message),
         // serialization_failure, deadlock_detected

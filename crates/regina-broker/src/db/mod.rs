@@ -36,11 +36,25 @@ pub(crate) enum Stmt {
     Ping,
     /// Announcement of committed pushes to other instances.
     NotifyPushes,
+    /// `regina.transaction`.
+    Transaction,
+    /// `regina.consumer_groups_list`.
+    GroupsList,
+    /// `regina.consumer_groups_lagging`.
+    GroupsLagging,
+    /// `regina.consumer_group_detail`.
+    GroupDetail,
+    /// `regina.consumer_group_delete`.
+    GroupDelete,
+    /// `regina.consumer_group_subscription`.
+    GroupSubscription,
+    /// `regina.consumer_group_seek`.
+    GroupSeek,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 9;
+    pub(crate) const COUNT: usize = 16;
 
     fn sql(self) -> &'static str {
         match self {
@@ -61,6 +75,24 @@ impl Stmt {
             Stmt::Configure => "select regina.configure($1::text::jsonb)::text",
             Stmt::DlqList => "select regina.dlq_list($1::text::jsonb)::text",
             Stmt::Ping => "select 1",
+            Stmt::Transaction => {
+                "select idx, result::text, wake_queue, wake_group \
+                 from regina.transaction($1::text::jsonb, $2::text::json)"
+            }
+            Stmt::GroupsList => {
+                "select total, body::text from regina.consumer_groups_list($1::text::jsonb)"
+            }
+            Stmt::GroupsLagging => {
+                "select total, body::text from regina.consumer_groups_lagging($1::text::jsonb)"
+            }
+            Stmt::GroupDetail => "select regina.consumer_group_detail($1::text)::text",
+            Stmt::GroupDelete => {
+                "select regina.consumer_group_delete($1::text, $2::text, $3::boolean)::text"
+            }
+            Stmt::GroupSubscription => {
+                "select regina.consumer_group_subscription($1::text, $2::text::timestamptz)::text"
+            }
+            Stmt::GroupSeek => "select regina.consumer_group_seek($1::text::jsonb)::text",
         }
     }
 }
@@ -74,7 +106,8 @@ pub(crate) struct IndexedRow {
     pub(crate) result: String,
 }
 
-/// One row of `regina.ack`: the result plus the waiters to wake when the ack ended a lease.
+/// One row of `regina.ack` (or `regina.transaction`): the result plus the waiters to wake when an
+/// ack ended a lease.
 #[derive(Debug)]
 pub(crate) struct AckRow {
     /// The indexed result.
@@ -94,6 +127,19 @@ fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
     Ok(IndexedRow {
         idx,
         result: result.unwrap_or_else(|| "null".to_owned()),
+    })
+}
+
+fn ack_row(row: &Row) -> Result<AckRow, DbError> {
+    let queue: Option<String> = row
+        .try_get(2)
+        .map_err(|e| DbError::Internal(e.to_string()))?;
+    let group: Option<String> = row
+        .try_get(3)
+        .map_err(|e| DbError::Internal(e.to_string()))?;
+    Ok(AckRow {
+        row: indexed(row)?,
+        wake: queue.zip(group),
     })
 }
 
@@ -138,18 +184,20 @@ impl Db {
     /// `regina.ack(acks)`: one row per ack item.
     pub(crate) async fn ack(&self, acks: &str) -> Result<Vec<AckRow>, DbError> {
         let rows = self.query(Stmt::Ack, &[&acks]).await?;
-        rows.iter()
-            .map(|r| {
-                let queue: Option<String> =
-                    r.try_get(2).map_err(|e| DbError::Internal(e.to_string()))?;
-                let group: Option<String> =
-                    r.try_get(3).map_err(|e| DbError::Internal(e.to_string()))?;
-                Ok(AckRow {
-                    row: indexed(r)?,
-                    wake: queue.zip(group),
-                })
-            })
-            .collect()
+        rows.iter().map(ack_row).collect()
+    }
+
+    /// `regina.transaction(operations, payloads)`: one row per ack operation and pushed item,
+    /// all committed; or [`DbError::TransactionAborted`] with nothing applied.
+    pub(crate) async fn transaction(
+        &self,
+        operations: &str,
+        payloads: &str,
+    ) -> Result<Vec<AckRow>, DbError> {
+        let rows = self
+            .query(Stmt::Transaction, &[&operations, &payloads])
+            .await?;
+        rows.iter().map(ack_row).collect()
     }
 
     /// `regina.lease_extend(requests)`: one row per request.
@@ -181,6 +229,68 @@ impl Db {
     /// `regina.dlq_list(query)`: the DLQ listing body.
     pub(crate) async fn dlq_list(&self, query: &str) -> Result<String, DbError> {
         single_text(&self.query(Stmt::DlqList, &[&query]).await?)
+    }
+
+    /// A consumer-group listing of one page (`query` = `{limit, offset, …}`): the unpaged row
+    /// count and the page as a JSON array.
+    async fn group_rows(&self, stmt: Stmt, query: &str) -> Result<(i64, String), DbError> {
+        let rows = self.query(stmt, &[&query]).await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| DbError::Internal("no row returned".to_owned()))?;
+        let total: i64 = row
+            .try_get(0)
+            .map_err(|e| DbError::Internal(e.to_string()))?;
+        let body: String = row
+            .try_get(1)
+            .map_err(|e| DbError::Internal(e.to_string()))?;
+        Ok((total, body))
+    }
+
+    /// `regina.consumer_groups_list(page)`: the unpaged count and one page.
+    pub(crate) async fn groups_list(&self, page: &str) -> Result<(i64, String), DbError> {
+        self.group_rows(Stmt::GroupsList, page).await
+    }
+
+    /// `regina.consumer_groups_lagging(page)`: the unpaged count and one page.
+    pub(crate) async fn groups_lagging(&self, page: &str) -> Result<(i64, String), DbError> {
+        self.group_rows(Stmt::GroupsLagging, page).await
+    }
+
+    /// `regina.consumer_group_detail(group)`: the group's partitions by queue.
+    pub(crate) async fn group_detail(&self, group: &str) -> Result<String, DbError> {
+        single_text(&self.query(Stmt::GroupDetail, &[&group]).await?)
+    }
+
+    /// `regina.consumer_group_delete(group, queue, delete_metadata)`.
+    pub(crate) async fn group_delete(
+        &self,
+        group: &str,
+        queue: Option<&str>,
+        delete_metadata: bool,
+    ) -> Result<String, DbError> {
+        let rows = self
+            .query(Stmt::GroupDelete, &[&group, &queue, &delete_metadata])
+            .await?;
+        single_text(&rows)
+    }
+
+    /// `regina.consumer_group_subscription(group, start)` (`start`: ISO-8601 text).
+    pub(crate) async fn group_subscription(
+        &self,
+        group: &str,
+        start: &str,
+    ) -> Result<String, DbError> {
+        single_text(
+            &self
+                .query(Stmt::GroupSubscription, &[&group, &start])
+                .await?,
+        )
+    }
+
+    /// `regina.consumer_group_seek(request)`.
+    pub(crate) async fn group_seek(&self, request: &str) -> Result<String, DbError> {
+        single_text(&self.query(Stmt::GroupSeek, &[&request]).await?)
     }
 
     /// Runs a trivial query (health).

@@ -15,7 +15,8 @@ use crate::db::Db;
 /// PostgreSQL refuses notification payloads of 8 000 bytes or more; stay well below.
 const NOTICE_BYTES_MAX: usize = 7_000;
 
-/// Queue of committed pushes to announce.
+/// Queue of committed pushes to announce (clones share one sending task).
+#[derive(Clone)]
 pub(crate) struct Announcer {
     sender: mpsc::UnboundedSender<(String, Vec<String>)>,
 }

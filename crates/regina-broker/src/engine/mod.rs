@@ -1,11 +1,13 @@
 //! The batching engine: one batcher per hot operation kind (push, pop, ack, lease extension).
 //! Concurrent HTTP requests of one kind are fused into few SQL calls; each request gets back
-//! exactly its own results, and one bad request never fails its neighbours.
+//! exactly its own results, and one bad request never fails its neighbours. Transactions are
+//! never fused (each is its own all-or-nothing SQL call) but wake waiters the same way.
 
 mod announce;
 mod batcher;
 pub(crate) mod json;
 mod ops;
+mod transaction;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,6 +16,8 @@ use announce::Announcer;
 use batcher::{BatchSettings, Batcher};
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
 pub(crate) use ops::{AckRequest, ExtendRequest, PopOutcome, PopRequest, PushRequest};
+pub(crate) use transaction::TransactionRequest;
+use transaction::Transactions;
 
 use crate::config::Config;
 use crate::db::{Db, DbError};
@@ -28,6 +32,7 @@ pub(crate) struct Engine {
     pop: Batcher<PopOp>,
     ack: Batcher<AckOp>,
     extend: Batcher<ExtendOp>,
+    transactions: Transactions,
 }
 
 impl Engine {
@@ -39,11 +44,17 @@ impl Engine {
             items_max: config.batch_items_max,
             hold: Duration::from_micros(config.batch_hold_us),
         };
+        let announcer = Announcer::start(db.clone());
         Engine {
+            transactions: Transactions {
+                db: db.clone(),
+                waiters: waiters.clone(),
+                announcer: announcer.clone(),
+            },
             push: Batcher::start(
                 Arc::new(PushOp {
                     waiters: waiters.clone(),
-                    announcer: Announcer::start(db.clone()),
+                    announcer,
                 }),
                 db.clone(),
                 settings(config.db_calls_push),
@@ -96,5 +107,17 @@ impl Engine {
     /// The [`DbError`] of the call (after isolation from its neighbours).
     pub(crate) async fn extend(&self, request: ExtendRequest) -> Result<String, DbError> {
         self.extend.submit(request).await
+    }
+
+    /// Runs one transaction; one result entry per ack operation and pushed item, in order.
+    ///
+    /// # Errors
+    /// [`DbError::TransactionAborted`] when an operation failed (nothing applied), or the
+    /// [`DbError`] of the call.
+    pub(crate) async fn transaction(
+        &self,
+        request: &TransactionRequest,
+    ) -> Result<Vec<String>, DbError> {
+        self.transactions.run(request).await
     }
 }

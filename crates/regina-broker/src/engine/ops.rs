@@ -28,7 +28,7 @@ fn json_array<'a>(fragments: impl Iterator<Item = &'a str>) -> String {
 }
 
 /// Places each row at its index and splits the results into runs of `counts`.
-fn split_rows(
+pub(super) fn split_rows(
     rows: impl IntoIterator<Item = IndexedRow>,
     counts: impl Iterator<Item = usize> + Clone,
 ) -> Result<Vec<Vec<String>>, DbError> {

@@ -106,8 +106,9 @@ struct SqlAckItem<'a> {
 }
 
 /// Validates one ack and writes it as a `regina.ack` element; the item's own group beats the
-/// request's (spec §4.5).
-fn write_item(
+/// request's (spec §4.5). The one preparation of acks, shared by `/ack`, `/ack/batch` and
+/// transaction ack operations.
+pub(super) fn write_item(
     out: &mut String,
     item: &Object<'_>,
     request_group: Option<&str>,

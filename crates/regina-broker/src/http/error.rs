@@ -20,6 +20,10 @@ pub(crate) struct ApiError {
     index: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     limit: Option<u64>,
+    /// More top-level members, for endpoints that keep their success shape on failure (§1.3).
+    /// Boxed: most errors have none, and every `Result` carrying this type pays for its size.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    members: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl ApiError {
@@ -32,7 +36,16 @@ impl ApiError {
             field: None,
             index: None,
             limit: None,
+            members: None,
         }
+    }
+
+    /// Adds a top-level member to the body, e.g. the transaction's `success: false`.
+    pub(crate) fn member(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.members
+            .get_or_insert_with(Box::default)
+            .insert(key.to_owned(), value);
+        self
     }
 
     /// Names the offending field (`items[3].traceId`).

@@ -4,6 +4,7 @@
 mod ack;
 mod body;
 mod configure;
+mod consumer_groups;
 mod dlq;
 pub(crate) mod error;
 mod health;
@@ -16,6 +17,7 @@ mod push_items;
 mod query;
 mod streams;
 mod timestamp;
+mod transaction;
 
 use std::time::Instant;
 
@@ -45,6 +47,8 @@ pub fn app(state: AppState) -> Router {
         .merge(ack::routes())
         .merge(lease::routes())
         .merge(dlq::routes())
+        .merge(transaction::routes())
+        .merge(consumer_groups::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

@@ -52,11 +52,26 @@ pub(crate) fn prepare<'a>(
     items: &[&'a RawValue],
     name_chars_max: usize,
 ) -> Result<Vec<PreparedItem<'a>>, ApiError> {
+    prepare_at(items, "items", 0, name_chars_max)
+}
+
+/// [`prepare`] for items found at `path` of a larger body (a transaction's push operation):
+/// errors name the field `<path>[i].<key>` and the index `first_index + i`.
+///
+/// # Errors
+/// `400 validation_failed` naming the first bad item.
+pub(crate) fn prepare_at<'a>(
+    items: &[&'a RawValue],
+    path: &str,
+    first_index: usize,
+    name_chars_max: usize,
+) -> Result<Vec<PreparedItem<'a>>, ApiError> {
     items
         .iter()
         .enumerate()
         .map(|(index, raw)| {
-            let item = Object::from_raw(raw, format!("items[{index}]."), Some(index))?;
+            let prefix = format!("{path}[{index}].");
+            let item = Object::from_raw(raw, prefix, Some(first_index + index))?;
             prepare_item(&item, name_chars_max)
         })
         .collect()

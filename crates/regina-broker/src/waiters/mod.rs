@@ -183,6 +183,21 @@ impl Waiters {
         }
     }
 
+    /// Where `group` stands on `queue` changed for many partitions at once (a seek, a group
+    /// delete, a new subscription start): every waiter of the group there retries, and every
+    /// multi-queue waiter of the group. Rare, so waking all costs nothing worth budgeting.
+    pub(crate) fn group_moved(&self, queue: &str, group: &str) {
+        let mut registry = self.lock();
+        if let Some(entries) = registry.queues.get_mut(queue) {
+            for entry in entries.values_mut().filter(|e| e.group == group) {
+                entry.wake(false);
+            }
+        }
+        for entry in registry.selectors.values_mut().filter(|e| e.group == group) {
+            entry.wake(false);
+        }
+    }
+
     /// Starts shutdown: every waiter wakes and answers `204 shutdown`.
     pub(crate) fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);

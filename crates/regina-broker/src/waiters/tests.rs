@@ -150,3 +150,19 @@ async fn a_push_during_pop_attempts_gives_a_permit_to_one_attempt_per_partition(
     let woken = futures::future::join_all(guards.iter().map(woken_soon)).await;
     assert_eq!(woken.into_iter().filter(|w| *w).count(), 1);
 }
+
+#[tokio::test]
+async fn a_group_move_wakes_every_waiter_of_that_group_only() {
+    let waiters = Arc::new(Waiters::new(100));
+    let mut guards: Vec<_> = (0..3)
+        .map(|i| {
+            let partition = (i == 2).then_some("p1");
+            waiters.register(queue_key(partition, "g")).expect("room")
+        })
+        .collect();
+    guards.push(waiters.register(queue_key(None, "other")).expect("room"));
+    assert_eq!(
+        count_woken(&guards, || waiters.group_moved("q", "g")).await,
+        3
+    );
+}

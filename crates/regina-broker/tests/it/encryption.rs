@@ -292,3 +292,48 @@ async fn conflicting_or_malformed_keys_stop_the_broker_at_startup() {
         .expect("equal keys are fine");
     state.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_pushes_are_sealed_even_on_an_unaware_instance() {
+    let (a, api_a) = keyed().await;
+    let (_b, api_b) = second(&a, Some(KEY)).await;
+    api_b.push(json!([item("tx-vault", "plain", "0")])).await;
+    api_a
+        .configure("tx-vault", json!({"encryptionEnabled": true}))
+        .await;
+    let r = api_b
+        .post(
+            "/api/v1/transaction",
+            &json!({"operations": [{"type": "push", "items": [
+                item("tx-vault", "t1", r#""secret-t1""#), item("tx-other", "o1", "1")]}]}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.body["success"], true, "{r:?}");
+    let rows = stored(&a, "tx-vault").await;
+    assert_eq!(rows.len(), 2);
+    let (_, at_rest, key) = &rows[1];
+    assert!(
+        key.is_some() && !at_rest.contains("secret"),
+        "stored as {at_rest}"
+    );
+    let pop = api_a.pop("tx-vault", "batch=10").await;
+    assert_eq!(pop.data(), vec![json!(0), json!("secret-t1")]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transaction_pushes_to_an_encrypting_queue_without_a_key_answer_503() {
+    let (a, api_a) = keyed().await;
+    let (_b, api_b) = second(&a, None).await;
+    api_a
+        .configure("tx-locked", json!({"encryptionEnabled": true}))
+        .await;
+    let r = api_b
+        .post(
+            "/api/v1/transaction",
+            &json!({"operations": [{"type": "push", "items": [item("tx-locked", "t1", "1")]}]}),
+        )
+        .await;
+    r.assert_error(503, "encryption_unavailable");
+    assert!(stored(&a, "tx-locked").await.is_empty());
+}

@@ -1,0 +1,151 @@
+-- Transactions (POST /api/v1/transaction): acks and pushes applied in operation order inside one
+-- PostgreSQL transaction; all of them take effect or none does. Every operation runs through the
+-- function /ack or /push uses (regina.ack, regina.push), so it follows exactly their rules; this
+-- file adds only the lock order and the all-or-nothing outcome.
+--
+-- Every lock is taken before the first operation applies, in one global order, so concurrent
+-- transactions cannot deadlock:
+--   1. the cursors of the acked (partition, group) pairs, in (partition, group) order — the order
+--      of /ack; they stay locked until commit, so the lease each ack checked is still the lease
+--      when the transaction commits;
+--   2. the capacity locks of capped queues pushed to (as regina.push takes them), then the queues
+--      and partitions pushes create, in name order (regina.partitions_ensure);
+--   3. the partitions pushes write, in id order (regina._push_lock).
+-- Cursors come before partitions on purpose: a pop that creates a subscription holds cursors it
+-- claimed and waits for the partitions table in share mode, so a transaction holding that table
+-- in row-exclusive mode must never wait for a cursor. After step 3 nothing waits: acks touch only
+-- cursors held here, and pushes never wait for the ready rows of other consumers (20_push.sql).
+
+-- The wire result of one ack operation, from a regina.ack result.
+create or replace function regina._transaction_ack_result(i_ack jsonb) returns jsonb
+language sql immutable as $$
+    select jsonb_build_object(
+        'type', 'ack', 'success', i_ack -> 'success', 'transactionId', i_ack -> 'transactionId',
+        'error', i_ack -> 'error', 'code', i_ack -> 'code', 'dlq', i_ack -> 'dlq',
+        'leaseReleased', i_ack -> 'leaseReleased')
+$$;
+
+-- The wire result of one pushed item, from a regina.push result (`failed`: rejected, e.g. full).
+create or replace function regina._transaction_push_result(i_push jsonb) returns jsonb
+language sql immutable as $$
+    select jsonb_build_object(
+        'type', 'push', 'success', i_push ->> 'status' <> 'failed', 'status', i_push -> 'status',
+        'transactionId', i_push -> 'transaction_id', 'messageId', i_push -> 'message_id',
+        'partitionId', i_push -> 'partition_id', 'queueName', i_push -> 'queueName')
+        || case when i_push ->> 'status' = 'failed'
+                then jsonb_build_object('error', i_push -> 'error', 'code', i_push -> 'code')
+                else '{}' end
+$$;
+
+-- Ends the transaction with nothing applied: raises SQLSTATE RGTXA whose detail is
+-- `{code, error, results}` (the outcomes computed so far, the failing one last).
+create or replace function regina._transaction_abort(i_kind text, i_failed jsonb,
+                                                     i_results jsonb[])
+returns void
+language plpgsql as $$
+declare
+    v_error text := i_kind || ' operation failed: ' || coalesce(i_failed ->> 'error', 'rejected');
+begin
+    raise exception using
+        errcode = 'RGTXA',
+        message = v_error,
+        detail = jsonb_build_object('code', i_failed ->> 'code', 'error', v_error,
+                                    'results', to_jsonb(i_results))::text;
+end
+$$;
+
+-- The ack operations of a transaction (their `ack` objects, in order), each with its consumer
+-- group resolved once, before any lock (§4.5): the group decides which cursor is locked.
+create or replace function regina._transaction_acks(i_ops jsonb) returns jsonb
+language sql stable as $$
+    select coalesce(jsonb_agg(x.ack || jsonb_build_object('consumerGroup', a.consumer_group)
+                              order by x.ord), '[]')
+    from (select o.op -> 'ack' as ack, row_number() over (order by o.ord) as ord
+          from jsonb_array_elements(i_ops) with ordinality o(op, ord)
+          where o.op ->> 'type' = 'ack') x
+    join regina._ack_items((select coalesce(jsonb_agg(o.op -> 'ack' order by o.ord), '[]')
+                            from jsonb_array_elements(i_ops) with ordinality o(op, ord)
+                            where o.op ->> 'type' = 'ack')) a on a.idx = x.ord - 1
+$$;
+
+-- Takes the locks of steps 1–3 (see the top of this file).
+create or replace function regina._transaction_lock(i_acks jsonb, i_ops jsonb) returns void
+language plpgsql as $$
+declare
+    v_items jsonb;
+    v_pushed regina.push_item[];
+begin
+    perform 1 from regina.cursors c
+    join regina._ack_items(i_acks) a
+      on a.partition_id = c.partition_id and a.consumer_group = c.consumer_group
+    order by c.partition_id, c.consumer_group
+    for update of c;
+
+    select coalesce(jsonb_agg(t.item order by o.ord, t.ord), '[]') into v_items
+    from jsonb_array_elements(i_ops) with ordinality o(op, ord)
+    cross join lateral jsonb_array_elements(o.op -> 'items') with ordinality t(item, ord)
+    where o.op ->> 'type' = 'push';
+    if jsonb_array_length(v_items) > 0 then
+        -- Capacity locks of capped queues come before partition locks, as in regina.push.
+        select r.o_items into v_pushed from regina._push_resolve(v_items, null, true) r;
+        perform regina._push_lock(array(select distinct x.partition_id from unnest(v_pushed) x));
+    end if;
+end
+$$;
+
+create or replace function regina.transaction(i_ops jsonb, i_payloads json default null,
+                                              i_now timestamptz default null)
+returns table (idx integer, result jsonb, wake_queue text, wake_group text)
+language plpgsql as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_acks jsonb := regina._transaction_acks(i_ops);
+    v_op jsonb;
+    v_acked integer := 0;   -- ack operations applied so far
+    v_stored integer := 0;  -- pushed items applied so far: their payloads come first
+    v_count integer;
+    v_row record;
+    v_results jsonb[] := '{}';
+    v_wake_queues text[] := '{}';  -- per result: waiters to wake when an ack ended a lease
+    v_wake_groups text[] := '{}';
+begin
+    perform regina._transaction_lock(v_acks, i_ops);
+
+    for v_op in select e from jsonb_array_elements(i_ops) with ordinality t(e, o) order by o loop
+        if v_op ->> 'type' = 'ack' then
+            select * into v_row from regina.ack(jsonb_build_array(v_acks -> v_acked), v_now);
+            v_acked := v_acked + 1;
+            v_results := v_results || regina._transaction_ack_result(v_row.result);
+            v_wake_queues := v_wake_queues || v_row.wake_queue;
+            v_wake_groups := v_wake_groups || v_row.wake_group;
+            if not (v_row.result ->> 'success')::boolean then
+                perform regina._transaction_abort('ACK', v_row.result, v_results);
+            end if;
+            continue;
+        end if;
+        v_count := jsonb_array_length(v_op -> 'items');
+        continue when v_count = 0;
+        for v_row in
+            select * from regina.push(
+                v_op -> 'items',
+                (select json_agg(p.e order by p.o) from json_array_elements(i_payloads)
+                                                        with ordinality p(e, o)
+                 where p.o > v_stored and p.o <= v_stored + v_count),
+                false, v_now) r
+            order by r.idx
+        loop
+            v_results := v_results || regina._transaction_push_result(v_row.result);
+            v_wake_queues := v_wake_queues || null::text;
+            v_wake_groups := v_wake_groups || null::text;
+            if v_row.result ->> 'status' = 'failed' then
+                perform regina._transaction_abort('PUSH', v_row.result, v_results);
+            end if;
+        end loop;
+        v_stored := v_stored + v_count;
+    end loop;
+
+    return query
+    select (r.o - 1)::integer, r.v, v_wake_queues[r.o], v_wake_groups[r.o]
+    from unnest(v_results) with ordinality r(v, o);
+end
+$$;
