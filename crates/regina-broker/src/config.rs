@@ -24,6 +24,14 @@ pub mod defaults {
     pub const POP_EMPTY_STATUS: u16 = 204;
     /// `FILE_BUFFER_DIR`.
     pub const FILE_BUFFER_DIR: &str = "/var/lib/regina/buffer";
+    /// `FILE_BUFFER_FLUSH_MS`, milliseconds.
+    pub const FILE_BUFFER_FLUSH_MS: u64 = 100;
+    /// `FILE_BUFFER_MAX_BATCH`, records per replay transaction.
+    pub const FILE_BUFFER_MAX_BATCH: usize = 1_000;
+    /// `FILE_BUFFER_EVENTS_PER_FILE`, records per segment.
+    pub const FILE_BUFFER_EVENTS_PER_FILE: u64 = 10_000;
+    /// `FILE_BUFFER_BYTES_MAX`, bytes (1 GiB).
+    pub const FILE_BUFFER_BYTES_MAX: u64 = 1024 * 1024 * 1024;
     /// `PG_HOST`.
     pub const PG_HOST: &str = "localhost";
     /// `PG_PORT`.
@@ -155,11 +163,30 @@ pub struct Config {
     #[arg(long, env = "POP_EMPTY_STATUS", default_value_t = defaults::POP_EMPTY_STATUS,
           value_parser = parse_pop_empty_status)]
     pub pop_empty_status: u16,
-    /// Failover-buffer directory of this instance; must not be shared between instances.
-    /// Default `/var/lib/regina/buffer`. This version has no failover buffer and does not use it
-    /// yet: pushes answer `503` while PostgreSQL is unreachable.
+    /// Failover-buffer directory of this instance; must not be shared between instances (a lock
+    /// file keeps a second instance out). Not writable: failover is disabled with a startup
+    /// warning. Default `/var/lib/regina/buffer`.
     #[arg(long, env = "FILE_BUFFER_DIR", default_value = defaults::FILE_BUFFER_DIR)]
     pub file_buffer_dir: String,
+    /// Period at which the failover drainer checks for records to replay, milliseconds.
+    /// Default 100.
+    #[arg(long, env = "FILE_BUFFER_FLUSH_MS", default_value_t = defaults::FILE_BUFFER_FLUSH_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_buffer_flush_ms: u64,
+    /// Buffered records replayed per transaction. Default 1 000.
+    #[arg(long, env = "FILE_BUFFER_MAX_BATCH", default_value_t = defaults::FILE_BUFFER_MAX_BATCH,
+          value_parser = parse_positive_usize)]
+    pub file_buffer_max_batch: usize,
+    /// Records per failover segment file before a new one is started. Default 10 000.
+    #[arg(long, env = "FILE_BUFFER_EVENTS_PER_FILE",
+          default_value_t = defaults::FILE_BUFFER_EVENTS_PER_FILE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_buffer_events_per_file: u64,
+    /// Disk space of the failover buffer, bytes; beyond it pushes that need the buffer answer
+    /// `503 buffer_unavailable`. Default 1 GiB.
+    #[arg(long, env = "FILE_BUFFER_BYTES_MAX", default_value_t = defaults::FILE_BUFFER_BYTES_MAX,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_buffer_bytes_max: u64,
 
     /// Database URL (`postgres://user:pass@host:port/db`); wins over the `PG_*` settings.
     /// Default: none.
@@ -302,6 +329,10 @@ impl Default for Config {
             shutdown_grace_ms: d::SHUTDOWN_GRACE_MS,
             pop_empty_status: d::POP_EMPTY_STATUS,
             file_buffer_dir: d::FILE_BUFFER_DIR.to_owned(),
+            file_buffer_flush_ms: d::FILE_BUFFER_FLUSH_MS,
+            file_buffer_max_batch: d::FILE_BUFFER_MAX_BATCH,
+            file_buffer_events_per_file: d::FILE_BUFFER_EVENTS_PER_FILE,
+            file_buffer_bytes_max: d::FILE_BUFFER_BYTES_MAX,
             database_url: None,
             pg_host: d::PG_HOST.to_owned(),
             pg_port: d::PG_PORT,

@@ -12,6 +12,7 @@ mod db;
 pub mod devdb;
 mod engine;
 mod error;
+mod failover;
 mod http;
 mod services;
 mod state;

@@ -4,6 +4,7 @@
 //! come back as `result::text`, so payloads are never parsed into trees on the way through.
 
 mod error;
+mod failover;
 mod listen;
 pub(crate) mod migrate;
 mod pool;
@@ -12,6 +13,7 @@ use tokio_postgres::{Client, Row};
 use uuid::Uuid;
 
 pub(crate) use error::DbError;
+pub(crate) use listen::Notice;
 pub(crate) use pool::{ConnectSettings, Db};
 
 /// The prepared statements of a pool session.
@@ -35,11 +37,17 @@ pub(crate) enum Stmt {
     Ping,
     /// Announcement of committed pushes to other instances.
     NotifyPushes,
+    /// `regina.failover_replay`.
+    FailoverReplay,
+    /// `regina.maintenance_set`.
+    MaintenanceSet,
+    /// `regina.maintenance_get`.
+    MaintenanceGet,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 9;
+    pub(crate) const COUNT: usize = 12;
 
     fn sql(self) -> &'static str {
         match self {
@@ -60,6 +68,11 @@ impl Stmt {
             Stmt::Configure => "select regina.configure($1::text::jsonb)::text",
             Stmt::DlqList => "select regina.dlq_list($1::text::jsonb)::text",
             Stmt::Ping => "select 1",
+            Stmt::FailoverReplay => {
+                "select idx, result::text from regina.failover_replay($1::text::jsonb, $2::text::json)"
+            }
+            Stmt::MaintenanceSet => "select regina.maintenance_set($1::text, $2::boolean)",
+            Stmt::MaintenanceGet => failover::MAINTENANCE_GET,
         }
     }
 }
@@ -82,7 +95,7 @@ pub(crate) struct AckRow {
     pub(crate) wake: Option<(String, String)>,
 }
 
-fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
+pub(crate) fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
     let idx: i32 = row
         .try_get(0)
         .map_err(|e| DbError::Internal(e.to_string()))?;

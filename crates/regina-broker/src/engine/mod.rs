@@ -2,7 +2,7 @@
 //! Concurrent HTTP requests of one kind are fused into few SQL calls; each request gets back
 //! exactly its own results, and one bad request never fails its neighbours.
 
-mod announce;
+pub(crate) mod announce;
 mod batcher;
 pub(crate) mod json;
 mod ops;
@@ -12,8 +12,11 @@ use std::time::Duration;
 
 use announce::Announcer;
 use batcher::{BatchSettings, Batcher};
+pub(crate) use ops::{
+    push_arrays, push_committed, AckRequest, ExtendRequest, PopOutcome, PopRequest, PushItem,
+    PushRequest,
+};
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
-pub(crate) use ops::{AckRequest, ExtendRequest, PopOutcome, PopRequest, PushRequest};
 
 use crate::config::Config;
 use crate::db::{Db, DbError};

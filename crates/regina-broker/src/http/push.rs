@@ -1,8 +1,8 @@
 //! `POST /api/v1/push` (spec §3.3): the whole request is validated before anything is stored;
-//! every item gets its `messageId` (and a missing `transactionId`) before the database call.
+//! every item gets its `messageId` (and a missing `transactionId`) before the database call. The
+//! failover module decides which items go to the database and which to the buffer (§4.14).
 
 use std::borrow::Cow;
-use std::collections::BTreeSet;
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -17,7 +17,7 @@ use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
 use crate::engine::json::{indexed_array, to_json};
-use crate::engine::PushRequest;
+use crate::engine::PushItem;
 use crate::state::AppState;
 
 /// `transactionId`: 1–255 characters; `traceId`: up to 128 (spec §6).
@@ -39,8 +39,9 @@ async fn push(
     if items.is_empty() {
         return Ok(json_response(StatusCode::CREATED, "[]".to_owned()));
     }
-    let request = push_request(&items, config.name_chars_max)?;
-    let results = state.get().engine.push(request).await?;
+    let items = push_items(&items, config.name_chars_max)?;
+    let shared = state.get();
+    let results = shared.failover.push(&shared.engine, items.into()).await?;
     let statuses: Vec<_> = results.iter().map(|r| result_status(r)).collect();
     let queued = statuses.iter().filter(|s| s.as_deref() == Some("queued"));
     state.get().metrics.messages_pushed(queued.count() as u64);
@@ -68,28 +69,16 @@ fn result_status(result: &str) -> Option<Cow<'_, str>> {
         .and_then(|s| s.status)
 }
 
-/// Validates every item and writes them as `regina.push` elements.
-fn push_request(items: &[&RawValue], name_chars_max: usize) -> Result<PushRequest, ApiError> {
-    let mut out = String::with_capacity(items.len() * 160);
-    let mut payloads = String::with_capacity(items.iter().map(|i| i.get().len()).sum());
-    let mut targets = BTreeSet::new();
-    for (index, raw) in items.iter().enumerate() {
-        let item = Object::from_raw(raw, format!("items[{index}]."), Some(index))?;
-        if index > 0 {
-            out.push(',');
-            payloads.push(',');
-        }
-        let (queue, partition) = write_item(&mut out, &item, name_chars_max)?;
-        // Passed through untouched: the database stores the payload text as sent.
-        payloads.push_str(item.raw("payload").map_or("null", |p| p.get()));
-        targets.insert((queue, partition));
-    }
-    Ok(PushRequest {
-        items: out,
-        payloads,
-        count: items.len(),
-        targets,
-    })
+/// Validates every item and prepares it as a `regina.push` element.
+fn push_items(items: &[&RawValue], name_chars_max: usize) -> Result<Vec<PushItem>, ApiError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, raw)| {
+            let item = Object::from_raw(raw, format!("items[{index}]."), Some(index))?;
+            push_item(&item, name_chars_max)
+        })
+        .collect()
 }
 
 /// One `i_items` element of `regina.push`.
@@ -104,12 +93,8 @@ struct SqlPushItem<'a> {
     producer_sub: Option<&'a str>,
 }
 
-/// Writes one validated item; returns its (queue, partition).
-fn write_item(
-    out: &mut String,
-    item: &Object<'_>,
-    name_chars_max: usize,
-) -> Result<(String, String), ApiError> {
+/// One validated item with its ids.
+fn push_item(item: &Object<'_>, name_chars_max: usize) -> Result<PushItem, ApiError> {
     let queue = item.required_string("queue", "Queue must be a string")?;
     if let Some(problem) = name_problem(&queue, name_chars_max) {
         return Err(item.error("queue", format!("queue {problem}")));
@@ -125,7 +110,7 @@ fn write_item(
     // Identity first (spec §4.14): ids are fixed before the first database attempt.
     let message_id = Uuid::now_v7();
     let transaction_id = transaction_id.unwrap_or_else(|| Uuid::now_v7().to_string());
-    out.push_str(&to_json(&SqlPushItem {
+    let json = to_json(&SqlPushItem {
         queue: &queue,
         partition: &partition,
         transaction_id: &transaction_id,
@@ -133,26 +118,36 @@ fn write_item(
         trace_id: trace_id.as_deref(),
         // Without authentication there is no verified `sub`; a client-sent one is ignored.
         producer_sub: None,
-    }));
-    Ok((queue, partition))
+    });
+    Ok(PushItem {
+        queue,
+        partition,
+        transaction_id,
+        message_id,
+        json,
+        // Passed through untouched: the database stores the payload text as sent.
+        payload: item.raw("payload").map_or("null", |p| p.get()).to_owned(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The `i_items` elements (with each item's payload put back under `payload`) and the request.
-    fn prepare(body: &str) -> Result<(Vec<serde_json::Value>, PushRequest), String> {
+    /// The `i_items` elements (with each item's payload put back under `payload`) and the
+    /// prepared items.
+    fn prepare(body: &str) -> Result<(Vec<serde_json::Value>, Vec<PushItem>), String> {
         let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
         let items = object
             .opt_array("items")
             .map_err(|e| format!("{e:?}"))?
             .unwrap_or_default();
-        let request = push_request(&items, 255).map_err(|e| format!("{e:?}"))?;
+        let request = push_items(&items, 255).map_err(|e| format!("{e:?}"))?;
+        let (items_json, payloads_json) = crate::engine::push_arrays(request.iter());
         let mut parsed: Vec<serde_json::Value> =
-            serde_json::from_str(&format!("[{}]", request.items)).map_err(|e| e.to_string())?;
+            serde_json::from_str(&items_json).map_err(|e| e.to_string())?;
         let payloads: Vec<serde_json::Value> =
-            serde_json::from_str(&format!("[{}]", request.payloads)).map_err(|e| e.to_string())?;
+            serde_json::from_str(&payloads_json).map_err(|e| e.to_string())?;
         for (item, payload) in parsed.iter_mut().zip(payloads) {
             item["payload"] = payload;
         }
@@ -166,9 +161,9 @@ mod tests {
                          {"queue":"q","partition":"","transactionId":null,"producerSub":"x"}]}"#,
         )
         .expect("valid");
-        assert_eq!(request.count, 2);
+        assert_eq!(request.len(), 2);
         assert_eq!(items[0]["payload"], serde_json::json!({"n": [1, 2.5]}));
-        assert!(request.payloads.starts_with(r#"{"n":[1, 2.50]},"#));
+        assert_eq!(request[0].payload, r#"{"n":[1, 2.50]}"#);
         assert_eq!(items[0]["transactionId"], "t-1");
         assert_eq!(items[0]["traceId"], "tr");
         assert_eq!(items[1]["partition"], "Default");
@@ -182,7 +177,12 @@ mod tests {
             assert_eq!(message_id.map(|u| u.get_version_num()), Some(7));
         }
         assert!(Uuid::parse_str(items[1]["transactionId"].as_str().unwrap_or_default()).is_ok());
-        assert_eq!(request.targets.len(), 1, "both items go to q/Default");
+        assert!(
+            request
+                .iter()
+                .all(|i| (i.queue.as_str(), i.partition.as_str()) == ("q", "Default")),
+            "both items go to q/Default"
+        );
     }
 
     #[test]
@@ -258,7 +258,8 @@ mod tests {
         let payloads = r#"{"items":[{"queue":"q","payload":"a\u0000b"},
                                     {"queue":"q","payload":{"k\u0000":["\u0000"]}}]}"#;
         let (items, request) = prepare(payloads).expect("payloads may hold NUL");
-        assert_eq!(request.payloads, r#""a\u0000b",{"k\u0000":["\u0000"]}"#);
+        let raw: Vec<&str> = request.iter().map(|i| i.payload.as_str()).collect();
+        assert_eq!(raw, [r#""a\u0000b""#, r#"{"k\u0000":["\u0000"]}"#]);
         assert_eq!(
             items[1]["payload"],
             serde_json::json!({"k\u{0}": ["\u{0}"]})

@@ -1,6 +1,7 @@
 //! Background services. Per database, one leader (elected with a session advisory lock on a
 //! dedicated connection, spec §4.15) runs the expired-lease sweep; per instance, a LISTEN session
-//! wakes local waiters for pushes committed by other instances (spec §4.9).
+//! wakes local waiters for pushes committed by other instances (spec §4.9) and applies the
+//! maintenance switches (spec §4.14).
 
 mod leader;
 mod listener;
@@ -12,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::db::{ConnectSettings, Db};
+use crate::failover::Failover;
 use crate::waiters::Waiters;
 
 /// Pause before reconnecting a background session after a failure.
@@ -30,6 +32,7 @@ impl Services {
         sweep_interval: Duration,
         db: Db,
         waiters: Arc<Waiters>,
+        failover: Arc<Failover>,
     ) -> Services {
         let (stop, stopped) = watch::channel(false);
         let tasks = vec![
@@ -39,7 +42,7 @@ impl Services {
                 waiters.clone(),
                 stopped.clone(),
             )),
-            tokio::spawn(listener::run(settings, db, waiters, stopped)),
+            tokio::spawn(listener::run(settings, db, waiters, failover, stopped)),
         ];
         Services { stop, tasks }
     }
