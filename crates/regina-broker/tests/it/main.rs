@@ -18,6 +18,7 @@ mod longpoll;
 mod multi_instance;
 mod options;
 mod ordering;
+mod outage;
 mod pop;
 mod push;
 mod query;
