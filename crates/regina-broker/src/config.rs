@@ -48,6 +48,14 @@ pub mod defaults {
     pub const DB_STATEMENT_TIMEOUT_MS: u64 = 30_000;
     /// `DB_LOCK_TIMEOUT`, milliseconds.
     pub const DB_LOCK_TIMEOUT_MS: u64 = 10_000;
+    /// `DB_TCP_USER_TIMEOUT_MS`, milliseconds.
+    pub const DB_TCP_USER_TIMEOUT_MS: u64 = 30_000;
+    /// `DB_KEEPALIVES_IDLE`, seconds.
+    pub const DB_KEEPALIVES_IDLE_S: u64 = 60;
+    /// `DB_KEEPALIVES_INTERVAL`, seconds.
+    pub const DB_KEEPALIVES_INTERVAL_S: u64 = 10;
+    /// `DB_KEEPALIVES_COUNT`, probes.
+    pub const DB_KEEPALIVES_COUNT: u32 = 3;
     /// `BODY_BYTES_MAX`, bytes (16 MiB).
     pub const BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
     /// `JSON_DEPTH_MAX`, nesting levels.
@@ -223,6 +231,27 @@ pub struct Config {
     #[arg(long = "db-lock-timeout", env = "DB_LOCK_TIMEOUT",
           default_value_t = defaults::DB_LOCK_TIMEOUT_MS)]
     pub db_lock_timeout_ms: u64,
+    /// Time unacknowledged data may stay on a database connection before it counts as lost
+    /// (Linux `TCP_USER_TIMEOUT`), milliseconds (0: the system's). Default 30 000.
+    #[arg(long = "db-tcp-user-timeout-ms", env = "DB_TCP_USER_TIMEOUT_MS",
+          default_value_t = defaults::DB_TCP_USER_TIMEOUT_MS)]
+    pub db_tcp_user_timeout_ms: u64,
+    /// Idle time before TCP keepalive probes start on a database connection, seconds.
+    /// Default 60.
+    #[arg(long = "db-keepalives-idle", env = "DB_KEEPALIVES_IDLE",
+          default_value_t = defaults::DB_KEEPALIVES_IDLE_S,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub db_keepalives_idle_s: u64,
+    /// Time between TCP keepalive probes, seconds. Default 10.
+    #[arg(long = "db-keepalives-interval", env = "DB_KEEPALIVES_INTERVAL",
+          default_value_t = defaults::DB_KEEPALIVES_INTERVAL_S,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub db_keepalives_interval_s: u64,
+    /// Unanswered keepalive probes before a database connection counts as lost. Default 3.
+    #[arg(long = "db-keepalives-count", env = "DB_KEEPALIVES_COUNT",
+          default_value_t = defaults::DB_KEEPALIVES_COUNT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_keepalives_count: u32,
 
     /// Largest request body, bytes. Default 16 MiB.
     #[arg(long, env = "BODY_BYTES_MAX", default_value_t = defaults::BODY_BYTES_MAX,
@@ -343,6 +372,10 @@ impl Default for Config {
             db_connection_timeout_ms: d::DB_CONNECTION_TIMEOUT_MS,
             db_statement_timeout_ms: d::DB_STATEMENT_TIMEOUT_MS,
             db_lock_timeout_ms: d::DB_LOCK_TIMEOUT_MS,
+            db_tcp_user_timeout_ms: d::DB_TCP_USER_TIMEOUT_MS,
+            db_keepalives_idle_s: d::DB_KEEPALIVES_IDLE_S,
+            db_keepalives_interval_s: d::DB_KEEPALIVES_INTERVAL_S,
+            db_keepalives_count: d::DB_KEEPALIVES_COUNT,
             body_bytes_max: d::BODY_BYTES_MAX,
             json_depth_max: d::JSON_DEPTH_MAX,
             push_items_max: d::PUSH_ITEMS_MAX,
@@ -490,6 +523,19 @@ mod tests {
         assert_eq!(config.db_pool_size, 16);
         assert_eq!(config.body_bytes_max, 16 * 1024 * 1024);
         assert_eq!(config.pop_empty_status, 204);
+        assert_eq!(config.shutdown_grace_ms, 10_000);
+        assert_eq!(config.db_connection_timeout_ms, 2_000);
+        assert_eq!(config.db_tcp_user_timeout_ms, 30_000);
+        assert_eq!(
+            (config.db_keepalives_idle_s, config.db_keepalives_interval_s),
+            (60, 10)
+        );
+        assert_eq!(config.db_keepalives_count, 3);
+        assert_eq!(config.file_buffer_dir, "/var/lib/regina/buffer");
+        assert_eq!(config.file_buffer_flush_ms, 100);
+        assert_eq!(config.file_buffer_max_batch, 1_000);
+        assert_eq!(config.file_buffer_events_per_file, 10_000);
+        assert_eq!(config.file_buffer_bytes_max, 1 << 30);
         assert_eq!(
             config.database_url(),
             "postgres://postgres@localhost:5432/postgres"

@@ -233,3 +233,32 @@ async fn an_unwritable_buffer_directory_refuses_pushes_that_need_it() {
     set(&api, "/api/v1/system/maintenance", false).await;
     let _ = std::fs::remove_file(&blocker);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_buffer_refuses_pushes_that_need_it_and_stores_nothing() {
+    let (_b, api) = crate::support::start_with(|c| c.file_buffer_bytes_max = 400).await;
+    set(&api, "/api/v1/system/maintenance", true).await;
+    let fits = api.push(json!([{"queue": "f", "payload": 1}])).await;
+    assert_eq!(fits.body[0]["status"], "buffered", "{fits:?}");
+    let items: Vec<_> = (0..5)
+        .map(|n| json!({"queue": "f", "payload": n}))
+        .collect();
+    let r = api.push(serde_json::Value::Array(items)).await;
+    r.assert_error(503, "buffer_unavailable");
+    assert_eq!(r.header("retry-after"), Some("1"));
+    let status = api.get("/api/v1/status/buffers").await;
+    assert_eq!(
+        status.body["pending"], 1,
+        "the refused request left nothing: {status:?}"
+    );
+    set(&api, "/api/v1/system/maintenance", false).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while api.get("/api/v1/status/buffers").await.body["pending"] != 0 {
+        assert!(Instant::now() < deadline, "not replayed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        api.pop("f", "batch=10&autoAck=true").await.data(),
+        vec![json!(1)]
+    );
+}
