@@ -144,8 +144,8 @@ pub(crate) struct Store {
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
-/// Records counted as pending and on their way to disk. Dropped without a successful
-/// [`Admission::write`], it gives its records back.
+/// Records counted as pending and on their way to disk. Dropped before [`Store::write`] sent
+/// them to the writer, it gives its records back.
 pub(crate) struct Admission {
     shared: Arc<Shared>,
     records: Vec<Framed>,
@@ -257,6 +257,10 @@ impl Store {
     /// Appends the admitted records and returns once they are fsync'd (sharing the fsync with
     /// every admission that reached the writer meanwhile).
     ///
+    /// Once sent, the records belong to the writer: if this future is dropped (the client left)
+    /// they are written all the same and stay counted, and if the write fails the writer gives
+    /// them back, so the counts always match the files.
+    ///
     /// # Errors
     /// [`BufferUnavailable`] when the write or the fsync failed; the records are given back.
     pub(crate) async fn write(&self, mut admission: Admission) -> Result<(), BufferUnavailable> {
@@ -265,11 +269,9 @@ impl Store {
         if !self.send(Command::Append { records, reply }) {
             return Err(BufferUnavailable("failover buffer closed".to_owned()));
         }
+        admission.written = true;
         match written.await {
-            Ok(Ok(())) => {
-                admission.written = true;
-                Ok(())
-            }
+            Ok(Ok(())) => Ok(()),
             Ok(Err(error)) => Err(BufferUnavailable(format!(
                 "failover buffer write failed: {error}"
             ))),

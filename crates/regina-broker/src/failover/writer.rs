@@ -111,7 +111,13 @@ fn append_group(shared: &Shared, active: &mut Option<Active>, appends: Vec<(Vec<
     let outcome = write_records(shared, active, records, &mut created, &mut deltas);
     match outcome {
         Ok(()) => apply(shared, &created, deltas),
-        Err(_) => rollback(shared, active, before, durable_before, &created),
+        Err(_) => {
+            rollback(shared, active, before, durable_before, &created);
+            give_back(
+                shared,
+                appends.iter().flat_map(|(records, _)| records.iter()),
+            );
+        }
     }
     for (_, reply) in appends {
         let answer = match &outcome {
@@ -247,6 +253,15 @@ fn rollback(
                 segment.active = false;
             }
         }
+    }
+}
+
+/// Un-counts records that were admitted but could not be written.
+fn give_back<'a>(shared: &Shared, records: impl Iterator<Item = &'a Framed>) {
+    let mut state = shared.lock();
+    for record in records {
+        state.bytes = state.bytes.saturating_sub(record.bytes.len() as u64);
+        state.unblock(&record.key, 1);
     }
 }
 

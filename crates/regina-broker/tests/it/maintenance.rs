@@ -262,3 +262,74 @@ async fn a_full_buffer_refuses_pushes_that_need_it_and_stores_nothing() {
         vec![json!(1)]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_that_fails_its_replay_is_set_aside_and_unblocks_its_partition() {
+    let dir = std::env::temp_dir().join(format!(
+        "regina-failed-records-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let buffer_dir = dir.to_string_lossy().into_owned();
+    let (b, api) = crate::support::start_with(|c| c.file_buffer_dir = buffer_dir).await;
+    // A rule of this database refuses one payload, as a constraint added later might.
+    b.db()
+        .await
+        .batch_execute(
+            "create function public.refuse_poison() returns trigger language plpgsql as $$
+             begin
+                 if new.payload::text = '\"poison\"' then
+                     raise exception 'poison refused' using errcode = 'P0001';
+                 end if;
+                 return new;
+             end $$;
+             create trigger refuse_poison before insert on regina.messages
+             for each row execute function public.refuse_poison();",
+        )
+        .await
+        .unwrap();
+    set(&api, "/api/v1/system/maintenance", true).await;
+    let r = api
+        .push(
+            json!([{"queue": "x", "partition": "p", "payload": "good-1"},
+                     {"queue": "x", "partition": "p", "payload": "poison"},
+                     {"queue": "x", "partition": "p", "payload": "good-2"}]),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{r:?}");
+    set(&api, "/api/v1/system/maintenance", false).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        let s = api.get("/api/v1/status/buffers").await;
+        if s.body["pending"] == 0 {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "not replayed: {s:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(status.body["failed"], 1, "{status:?}");
+    assert_eq!(status.body["partitionsBlocked"], 0, "{status:?}");
+    let popped = api.pop_partition("x", "p", "batch=10&autoAck=true").await;
+    assert_eq!(popped.data(), vec![json!("good-1"), json!("good-2")]);
+    let failed: String = std::fs::read_dir(dir.join("failed"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    let line: serde_json::Value = serde_json::from_str(failed.trim()).unwrap();
+    assert!(
+        line["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("poison refused"),
+        "{line}"
+    );
+    assert_eq!(line["payload"], "poison");
+    assert_eq!(line["item"]["partition"], "p");
+    // Direct pushes to p are stored at once again.
+    assert_eq!(
+        api.push(json!([{"queue": "x", "partition": "p", "payload": "after"}]))
+            .await
+            .body[0]["status"],
+        "queued"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
