@@ -7,10 +7,11 @@
 //! - `segment`: the file format (framing, checksums, verified reads);
 //! - `record`: one record's content (a push item with its ids);
 //! - `store`, `writer`, `recover`: the directory, group fsync and rotation, startup verification;
-//! - `drainer`: replay;
+//! - `batch`, `drainer`: records read back and replayed, progress markers;
 //! - `divert`: which items of a push go to the database and which to the buffer;
 //! - `maintenance`: the push and pop maintenance switches.
 
+mod batch;
 mod divert;
 mod drainer;
 mod maintenance;

@@ -6,9 +6,10 @@ use std::fs::{self, File};
 use std::io;
 use std::path::Path;
 
+use super::batch::marker_read;
 use super::record;
 use super::segment::{self, Next};
-use super::store::{marker_read, Segment, State, StoreSettings};
+use super::store::{Segment, State, StoreSettings};
 
 /// Sub-directory of records set aside after a replay error.
 pub(super) const FAILED_DIR: &str = "failed";
