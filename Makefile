@@ -18,7 +18,7 @@ DEV_DIR := $(CURDIR)/.regina
 REGINA := $(TARGET_DIR)/release/regina
 BENCH := $(TARGET_DIR)/release/regina-bench
 
-.PHONY: help run build test lint fmt migrate clean-db ensure-postgres bench bench-sweep bench-smoke faults
+.PHONY: help run build test lint fmt migrate clean-db ensure-postgres bench bench-sweep bench-smoke faults sdk-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -31,11 +31,13 @@ run: ensure-postgres ## Build (release) and run the broker in the foreground on 
 build: ## Build the whole workspace (debug)
 	$(CARGO) build --workspace --all-targets
 
-test: ensure-postgres ## Format check, clippy, all tests; then stop the shared test cluster (keeps the exit code)
+test: ensure-postgres ## Every test: format check, clippy, Rust tests, fault runs, the SDK suites
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 	  bash scripts/pg-stop.sh "$(TEST_PG_DIR)"; exit $$status
+	$(MAKE) --no-print-directory faults
+	$(MAKE) --no-print-directory sdk-test
 
 lint: ## Format check and clippy with warnings as errors
 	$(CARGO) fmt --all --check
@@ -73,3 +75,12 @@ FAULT_SECONDS ?= 15
 faults: ensure-postgres ## Fault runs: broker kill -9, database outage, overload, two brokers, hostile input (FAULT_SECONDS each)
 	$(CARGO) build --release -p regina -p regina-bench
 	$(BENCH) fault --seconds $(FAULT_SECONDS) $(FAULT_ARGS)
+
+# The SDKs whose suites `make sdk-test` runs (each has a test.sh that installs what it needs).
+SDKS ?= typescript python go
+
+sdk-test: ensure-postgres ## SDK suites (unit, conformance scenarios, README samples) against a live broker
+	$(CARGO) build --release -p regina
+	@status=0; for sdk in $(SDKS); do \
+	  echo "== sdks/$$sdk"; REGINA_BIN=$(REGINA) bash sdks/$$sdk/test.sh || status=1; \
+	done; exit $$status

@@ -251,6 +251,11 @@ impl System {
             .env("PORT", port.to_string())
             .env("HOST", "127.0.0.1")
             .env("LOG_LEVEL", "warn")
+            // A failover buffer of its own: an instance locks its directory.
+            .env(
+                "FILE_BUFFER_DIR",
+                std::env::temp_dir().join(format!("regina-bench-buffer-{port}")),
+            )
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())

@@ -24,6 +24,14 @@ pub mod defaults {
     pub const POP_EMPTY_STATUS: u16 = 204;
     /// `FILE_BUFFER_DIR`.
     pub const FILE_BUFFER_DIR: &str = "/var/lib/regina/buffer";
+    /// `FILE_BUFFER_FLUSH_MS`, milliseconds.
+    pub const FILE_BUFFER_FLUSH_MS: u64 = 100;
+    /// `FILE_BUFFER_MAX_BATCH`, records per replay transaction.
+    pub const FILE_BUFFER_MAX_BATCH: usize = 1_000;
+    /// `FILE_BUFFER_EVENTS_PER_FILE`, records per segment.
+    pub const FILE_BUFFER_EVENTS_PER_FILE: u64 = 10_000;
+    /// `FILE_BUFFER_BYTES_MAX`, bytes (1 GiB).
+    pub const FILE_BUFFER_BYTES_MAX: u64 = 1024 * 1024 * 1024;
     /// `PG_HOST`.
     pub const PG_HOST: &str = "localhost";
     /// `PG_PORT`.
@@ -40,6 +48,14 @@ pub mod defaults {
     pub const DB_STATEMENT_TIMEOUT_MS: u64 = 30_000;
     /// `DB_LOCK_TIMEOUT`, milliseconds.
     pub const DB_LOCK_TIMEOUT_MS: u64 = 10_000;
+    /// `DB_TCP_USER_TIMEOUT_MS`, milliseconds.
+    pub const DB_TCP_USER_TIMEOUT_MS: u64 = 30_000;
+    /// `DB_KEEPALIVES_IDLE`, seconds.
+    pub const DB_KEEPALIVES_IDLE_S: u64 = 60;
+    /// `DB_KEEPALIVES_INTERVAL`, seconds.
+    pub const DB_KEEPALIVES_INTERVAL_S: u64 = 10;
+    /// `DB_KEEPALIVES_COUNT`, probes.
+    pub const DB_KEEPALIVES_COUNT: u32 = 3;
     /// `BODY_BYTES_MAX`, bytes (16 MiB).
     pub const BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
     /// `JSON_DEPTH_MAX`, nesting levels.
@@ -177,11 +193,30 @@ pub struct Config {
     #[arg(long, env = "POP_EMPTY_STATUS", default_value_t = defaults::POP_EMPTY_STATUS,
           value_parser = parse_pop_empty_status)]
     pub pop_empty_status: u16,
-    /// Failover-buffer directory of this instance; must not be shared between instances.
-    /// Default `/var/lib/regina/buffer`. This version has no failover buffer and does not use it
-    /// yet: pushes answer `503` while PostgreSQL is unreachable.
+    /// Failover-buffer directory of this instance; must not be shared between instances (a lock
+    /// file keeps a second instance out). Not writable: failover is disabled with a startup
+    /// warning. Default `/var/lib/regina/buffer`.
     #[arg(long, env = "FILE_BUFFER_DIR", default_value = defaults::FILE_BUFFER_DIR)]
     pub file_buffer_dir: String,
+    /// Period at which the failover drainer checks for records to replay, milliseconds.
+    /// Default 100.
+    #[arg(long, env = "FILE_BUFFER_FLUSH_MS", default_value_t = defaults::FILE_BUFFER_FLUSH_MS,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_buffer_flush_ms: u64,
+    /// Buffered records replayed per transaction. Default 1 000.
+    #[arg(long, env = "FILE_BUFFER_MAX_BATCH", default_value_t = defaults::FILE_BUFFER_MAX_BATCH,
+          value_parser = parse_positive_usize)]
+    pub file_buffer_max_batch: usize,
+    /// Records per failover segment file before a new one is started. Default 10 000.
+    #[arg(long, env = "FILE_BUFFER_EVENTS_PER_FILE",
+          default_value_t = defaults::FILE_BUFFER_EVENTS_PER_FILE,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_buffer_events_per_file: u64,
+    /// Disk space of the failover buffer, bytes; beyond it pushes that need the buffer answer
+    /// `503 buffer_unavailable`. Default 1 GiB.
+    #[arg(long, env = "FILE_BUFFER_BYTES_MAX", default_value_t = defaults::FILE_BUFFER_BYTES_MAX,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub file_buffer_bytes_max: u64,
 
     /// Database URL (`postgres://user:pass@host:port/db`); wins over the `PG_*` settings.
     /// Default: none.
@@ -218,6 +253,27 @@ pub struct Config {
     #[arg(long = "db-lock-timeout", env = "DB_LOCK_TIMEOUT",
           default_value_t = defaults::DB_LOCK_TIMEOUT_MS)]
     pub db_lock_timeout_ms: u64,
+    /// Time unacknowledged data may stay on a database connection before it counts as lost
+    /// (Linux `TCP_USER_TIMEOUT`), milliseconds (0: the system's). Default 30 000.
+    #[arg(long = "db-tcp-user-timeout-ms", env = "DB_TCP_USER_TIMEOUT_MS",
+          default_value_t = defaults::DB_TCP_USER_TIMEOUT_MS)]
+    pub db_tcp_user_timeout_ms: u64,
+    /// Idle time before TCP keepalive probes start on a database connection, seconds.
+    /// Default 60.
+    #[arg(long = "db-keepalives-idle", env = "DB_KEEPALIVES_IDLE",
+          default_value_t = defaults::DB_KEEPALIVES_IDLE_S,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub db_keepalives_idle_s: u64,
+    /// Time between TCP keepalive probes, seconds. Default 10.
+    #[arg(long = "db-keepalives-interval", env = "DB_KEEPALIVES_INTERVAL",
+          default_value_t = defaults::DB_KEEPALIVES_INTERVAL_S,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    pub db_keepalives_interval_s: u64,
+    /// Unanswered keepalive probes before a database connection counts as lost. Default 3.
+    #[arg(long = "db-keepalives-count", env = "DB_KEEPALIVES_COUNT",
+          default_value_t = defaults::DB_KEEPALIVES_COUNT,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub db_keepalives_count: u32,
 
     /// Largest request body, bytes. Default 16 MiB.
     #[arg(long, env = "BODY_BYTES_MAX", default_value_t = defaults::BODY_BYTES_MAX,
@@ -362,6 +418,10 @@ impl Default for Config {
             shutdown_grace_ms: d::SHUTDOWN_GRACE_MS,
             pop_empty_status: d::POP_EMPTY_STATUS,
             file_buffer_dir: d::FILE_BUFFER_DIR.to_owned(),
+            file_buffer_flush_ms: d::FILE_BUFFER_FLUSH_MS,
+            file_buffer_max_batch: d::FILE_BUFFER_MAX_BATCH,
+            file_buffer_events_per_file: d::FILE_BUFFER_EVENTS_PER_FILE,
+            file_buffer_bytes_max: d::FILE_BUFFER_BYTES_MAX,
             database_url: None,
             pg_host: d::PG_HOST.to_owned(),
             pg_port: d::PG_PORT,
@@ -372,6 +432,10 @@ impl Default for Config {
             db_connection_timeout_ms: d::DB_CONNECTION_TIMEOUT_MS,
             db_statement_timeout_ms: d::DB_STATEMENT_TIMEOUT_MS,
             db_lock_timeout_ms: d::DB_LOCK_TIMEOUT_MS,
+            db_tcp_user_timeout_ms: d::DB_TCP_USER_TIMEOUT_MS,
+            db_keepalives_idle_s: d::DB_KEEPALIVES_IDLE_S,
+            db_keepalives_interval_s: d::DB_KEEPALIVES_INTERVAL_S,
+            db_keepalives_count: d::DB_KEEPALIVES_COUNT,
             body_bytes_max: d::BODY_BYTES_MAX,
             json_depth_max: d::JSON_DEPTH_MAX,
             push_items_max: d::PUSH_ITEMS_MAX,
@@ -543,6 +607,19 @@ mod tests {
         assert_eq!(config.db_pool_size, 16);
         assert_eq!(config.body_bytes_max, 16 * 1024 * 1024);
         assert_eq!(config.pop_empty_status, 204);
+        assert_eq!(config.shutdown_grace_ms, 10_000);
+        assert_eq!(config.db_connection_timeout_ms, 2_000);
+        assert_eq!(config.db_tcp_user_timeout_ms, 30_000);
+        assert_eq!(
+            (config.db_keepalives_idle_s, config.db_keepalives_interval_s),
+            (60, 10)
+        );
+        assert_eq!(config.db_keepalives_count, 3);
+        assert_eq!(config.file_buffer_dir, "/var/lib/regina/buffer");
+        assert_eq!(config.file_buffer_flush_ms, 100);
+        assert_eq!(config.file_buffer_max_batch, 1_000);
+        assert_eq!(config.file_buffer_events_per_file, 10_000);
+        assert_eq!(config.file_buffer_bytes_max, 1 << 30);
         assert_eq!(
             config.database_url(),
             "postgres://postgres@localhost:5432/postgres"

@@ -13,12 +13,14 @@ pub mod devdb;
 mod encryption;
 mod engine;
 mod error;
+mod failover;
 mod http;
 mod services;
 mod state;
 mod waiters;
 
 use std::future::Future;
+use std::time::Duration;
 
 use axum::serve::ListenerExt as _;
 
@@ -26,6 +28,9 @@ pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode};
 pub use error::Error;
 pub use http::app;
 pub use state::AppState;
+
+/// Time given to closing after the grace period is used up by open requests.
+const CLOSE_TIME_MIN: Duration = Duration::from_millis(200);
 
 /// Applies pending migrations and re-applies every SQL function, under an advisory lock so
 /// brokers starting together do not collide. Running it twice changes nothing.
@@ -72,13 +77,16 @@ pub async fn serve(
     });
     let mut server = tokio::spawn(async move { server.await });
     tracing::info!("broker serving");
+    let mut deadline = None;
     let result = tokio::select! {
         finished = &mut server => finished,
         () = shutdown => {
             tracing::info!(grace_ms = grace.as_millis() as u64, "shutting down");
+            let until = tokio::time::Instant::now() + grace;
+            deadline = Some(until);
             state.begin_shutdown();
             let _ = stop.send(true);
-            match tokio::time::timeout(grace, &mut server).await {
+            match tokio::time::timeout_at(until, &mut server).await {
                 Ok(finished) => finished,
                 Err(_) => {
                     tracing::warn!("grace period over; dropping remaining connections");
@@ -88,7 +96,16 @@ pub async fn serve(
             }
         }
     };
-    state.close().await;
+    // Closing (drainer, buffer fsync, background sessions) shares the grace period, with a
+    // short floor so that the buffer's last fsync is never cut.
+    let closing = deadline.map_or(Duration::MAX, |until| {
+        until
+            .saturating_duration_since(tokio::time::Instant::now())
+            .max(CLOSE_TIME_MIN)
+    });
+    if tokio::time::timeout(closing, state.close()).await.is_err() {
+        tracing::warn!("grace period over while closing; exiting");
+    }
     match result {
         Ok(outcome) => outcome.map_err(Error::Io),
         Err(join) => Err(Error::Io(std::io::Error::other(join))),

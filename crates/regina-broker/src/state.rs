@@ -11,6 +11,7 @@ use crate::db::{ConnectSettings, Db};
 use crate::encryption::Encryption;
 use crate::engine::Engine;
 use crate::error::Error;
+use crate::failover::{Failover, MaintenanceKind};
 use crate::http::metrics::Metrics;
 use crate::services::Services;
 use crate::waiters::Waiters;
@@ -29,6 +30,7 @@ pub(crate) struct Shared {
     pub(crate) db: Db,
     pub(crate) engine: Engine,
     pub(crate) waiters: Arc<Waiters>,
+    pub(crate) failover: Arc<Failover>,
     pub(crate) inflight: Arc<Semaphore>,
     pub(crate) started: Instant,
     pub(crate) metrics: Metrics,
@@ -51,12 +53,22 @@ impl AppState {
         let db = Db::open(ConnectSettings::new(&config, "pool")?, config.db_pool_size).await?;
         let waiters = Arc::new(Waiters::new(config.longpoll_waiters_max));
         let engine = Engine::start(&db, &waiters, &config);
+        // The switches in force before serving; later changes arrive through the listener.
+        let switches: Vec<(MaintenanceKind, bool)> = db
+            .maintenance_get()
+            .await
+            .map_err(|e| Error::Connect(e.to_string()))?
+            .into_iter()
+            .filter_map(|(kind, enabled)| Some((MaintenanceKind::parse(&kind)?, enabled)))
+            .collect();
+        let failover = Failover::start(&config, &db, &waiters, &switches);
         let services = Services::start(
             ConnectSettings::new(&config, "jobs")?,
             Duration::from_millis(config.lease_sweep_interval_ms),
             config.policy_settings(),
             db.clone(),
             waiters.clone(),
+            failover.clone(),
         );
         let started = Instant::now();
         let shared = Shared {
@@ -69,6 +81,7 @@ impl AppState {
             db,
             engine,
             waiters,
+            failover,
             started,
             metrics: Metrics::new(started),
             encryption,
@@ -88,8 +101,10 @@ impl AppState {
         self.shared.waiters.shutdown();
     }
 
-    /// Stops the background services (leadership ends) and closes the pool's connections.
+    /// Stops the background services (leadership ends) and the failover drainer, fsyncs what
+    /// the failover buffer still has to write, and closes the pool's connections.
     pub async fn close(&self) {
+        self.shared.failover.close().await;
         let services = self
             .shared
             .services

@@ -278,7 +278,9 @@ def check(op: str, result: Any, expect: dict[str, Any], where: str) -> None:
         return
     if op == "ack":
         for key, want in expect.items():
-            assert all(v == want for v in result[key]), f"{where}: {key} is {result[key]!r}, expected {want!r}"
+            assert all(v == want for v in result[key]), (
+                f"{where}: {key} is {result[key]!r}, expected {want!r}"
+            )
         return
     if op == "groups":
         want = expect["contains"]

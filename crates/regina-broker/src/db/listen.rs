@@ -1,6 +1,7 @@
-//! The LISTEN session that carries push notifications between broker instances (spec §4.9):
-//! brokers announce their committed pushes on `regina_push` (see `engine::announce`), and so does
-//! `regina.push(…, i_notify => true)` for pushes made from SQL in other transactions.
+//! The LISTEN session that carries notifications between broker instances: committed pushes on
+//! `regina_push` (spec §4.9; brokers announce theirs, see `engine::announce`, and so does
+//! `regina.push(…, i_notify => true)` for pushes made from SQL in other transactions), and the
+//! maintenance switches on `regina_maintenance` (spec §4.14; `regina.maintenance_set`).
 
 use std::future::poll_fn;
 
@@ -13,6 +14,29 @@ use super::ConnectSettings;
 
 /// Notification channel of committed pushes.
 const PUSH_CHANNEL: &str = "regina_push";
+/// Notification channel of the maintenance switches.
+const MAINTENANCE_CHANNEL: &str = "regina_maintenance";
+
+/// One notification of the LISTEN session.
+#[derive(Debug)]
+pub(crate) enum Notice {
+    /// Another session committed a push.
+    Push(PushNotice),
+    /// A maintenance switch is (now) in this position. The current positions are also sent
+    /// each time the session connects.
+    Maintenance {
+        /// `push` or `pop`.
+        kind: String,
+        /// On or off.
+        enabled: bool,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+struct MaintenanceNotice {
+    kind: String,
+    enabled: bool,
+}
 
 /// One committed push, as another session announced it.
 #[derive(Debug, Deserialize)]
@@ -27,35 +51,27 @@ pub(crate) struct PushNotice {
 }
 
 impl ConnectSettings {
-    /// Opens a session listening on the push channel. The notices arrive on the receiver until
-    /// the session ends (then the receiver closes); keep the client alive meanwhile.
+    /// Opens a session listening on both channels. The notices arrive on the receiver until
+    /// the session ends (then the receiver closes), starting with the current maintenance
+    /// switches; keep the client alive meanwhile.
     ///
     /// # Errors
     /// [`DbError::Unavailable`] when the session cannot be opened.
-    pub(crate) async fn listen_pushes(
+    pub(crate) async fn listen(
         &self,
-    ) -> Result<(Client, mpsc::UnboundedReceiver<PushNotice>), DbError> {
+    ) -> Result<(Client, mpsc::UnboundedReceiver<Notice>), DbError> {
         let connecting = async {
             let (client, mut connection) =
                 self.pg().connect(NoTls).await.map_err(|e| classify(&e))?;
             let (sender, receiver) = mpsc::unbounded_channel();
+            let notices = sender.clone();
             tokio::spawn(async move {
                 while let Some(message) = poll_fn(|cx| connection.poll_message(cx)).await {
                     match message {
                         Ok(AsyncMessage::Notification(n)) => {
-                            match serde_json::from_str::<PushNotice>(n.payload()) {
-                                Ok(notice) => {
-                                    let notice = PushNotice {
-                                        sender_pid: n.process_id(),
-                                        ..notice
-                                    };
-                                    if sender.send(notice).is_err() {
-                                        return;
-                                    }
-                                }
-                                Err(error) => {
-                                    tracing::warn!(%error, payload = n.payload(), "unreadable push notification")
-                                }
+                            let Some(notice) = notice(&n) else { continue };
+                            if notices.send(notice).is_err() {
+                                return;
                             }
                         }
                         Ok(_) => {}
@@ -67,14 +83,45 @@ impl ConnectSettings {
                 }
             });
             client
-                .batch_execute(&format!("listen {PUSH_CHANNEL}"))
+                .batch_execute(&format!(
+                    "listen {PUSH_CHANNEL}; listen {MAINTENANCE_CHANNEL}"
+                ))
                 .await
                 .map_err(|e| classify(&e))?;
+            // Read after LISTEN: a switch changed in between is both read and announced.
+            for (kind, enabled) in super::failover::maintenance_read(&client).await? {
+                let _ = sender.send(Notice::Maintenance { kind, enabled });
+            }
             Ok::<_, DbError>((client, receiver))
         };
         match tokio::time::timeout(self.connect_timeout(), connecting).await {
             Ok(result) => result.map_err(|e| DbError::Unavailable(e.to_string())),
             Err(_) => Err(DbError::Unavailable("connect timed out".to_owned())),
+        }
+    }
+}
+
+/// The notice a notification carries, if it is readable.
+fn notice(n: &tokio_postgres::Notification) -> Option<Notice> {
+    let parsed = match n.channel() {
+        MAINTENANCE_CHANNEL => {
+            serde_json::from_str::<MaintenanceNotice>(n.payload()).map(|m| Notice::Maintenance {
+                kind: m.kind,
+                enabled: m.enabled,
+            })
+        }
+        _ => serde_json::from_str::<PushNotice>(n.payload()).map(|p| {
+            Notice::Push(PushNotice {
+                sender_pid: n.process_id(),
+                ..p
+            })
+        }),
+    };
+    match parsed {
+        Ok(notice) => Some(notice),
+        Err(error) => {
+            tracing::warn!(%error, channel = n.channel(), payload = n.payload(), "unreadable notification");
+            None
         }
     }
 }

@@ -4,6 +4,7 @@
 //! come back as `result::text`, so payloads are never parsed into trees on the way through.
 
 mod error;
+mod failover;
 pub(crate) mod jobs;
 mod listen;
 pub(crate) mod migrate;
@@ -13,6 +14,7 @@ use tokio_postgres::{Client, Row};
 use uuid::Uuid;
 
 pub(crate) use error::DbError;
+pub(crate) use listen::Notice;
 pub(crate) use pool::{ConnectSettings, Db};
 
 /// The prepared statements of a pool session.
@@ -50,11 +52,17 @@ pub(crate) enum Stmt {
     GroupSubscription,
     /// `regina.consumer_group_seek`.
     GroupSeek,
+    /// `regina.failover_replay`.
+    FailoverReplay,
+    /// `regina.maintenance_set`.
+    MaintenanceSet,
+    /// `regina.maintenance_get`.
+    MaintenanceGet,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 16;
+    pub(crate) const COUNT: usize = 19;
 
     fn sql(self) -> &'static str {
         match self {
@@ -93,6 +101,11 @@ impl Stmt {
                 "select regina.consumer_group_subscription($1::text, $2::text::timestamptz)::text"
             }
             Stmt::GroupSeek => "select regina.consumer_group_seek($1::text::jsonb)::text",
+            Stmt::FailoverReplay => {
+                "select idx, result::text from regina.failover_replay($1::text::jsonb, $2::text::json)"
+            }
+            Stmt::MaintenanceSet => "select regina.maintenance_set($1::text, $2::boolean)",
+            Stmt::MaintenanceGet => failover::MAINTENANCE_GET,
         }
     }
 }
@@ -116,7 +129,7 @@ pub(crate) struct AckRow {
     pub(crate) wake: Option<(String, String)>,
 }
 
-fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
+pub(crate) fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
     let idx: i32 = row
         .try_get(0)
         .map_err(|e| DbError::Internal(e.to_string()))?;

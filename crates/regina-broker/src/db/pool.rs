@@ -44,6 +44,15 @@ impl ConnectSettings {
             .collect();
         pg.application_name(name);
         pg.connect_timeout(config.db_connection_timeout());
+        // A database that vanishes without closing its connections (a partition, a dead host)
+        // must still be noticed, or calls would hang instead of failing over.
+        pg.keepalives(true)
+            .keepalives_idle(Duration::from_secs(config.db_keepalives_idle_s))
+            .keepalives_interval(Duration::from_secs(config.db_keepalives_interval_s))
+            .keepalives_retries(config.db_keepalives_count);
+        if config.db_tcp_user_timeout_ms > 0 {
+            pg.tcp_user_timeout(Duration::from_millis(config.db_tcp_user_timeout_ms));
+        }
         Ok(ConnectSettings {
             pg,
             connect_timeout: config.db_connection_timeout(),

@@ -3,7 +3,7 @@
 //! exactly its own results, and one bad request never fails its neighbours. Transactions are
 //! never fused (each is its own all-or-nothing SQL call) but wake waiters the same way.
 
-mod announce;
+pub(crate) mod announce;
 mod batcher;
 pub(crate) mod json;
 mod ops;
@@ -14,8 +14,11 @@ use std::time::Duration;
 
 use announce::Announcer;
 use batcher::{BatchSettings, Batcher};
+pub(crate) use ops::{
+    push_arrays, push_committed, AckRequest, ExtendRequest, PopOutcome, PopRequest, PushItem,
+    PushRequest,
+};
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
-pub(crate) use ops::{AckRequest, ExtendRequest, PopOutcome, PopRequest, PushRequest};
 pub(crate) use transaction::TransactionRequest;
 use transaction::Transactions;
 

@@ -51,16 +51,56 @@ pub(super) fn split_rows(
         .collect()
 }
 
-/// The items of one push request, already validated and given their ids.
+/// One push item, validated and given its ids at the edge (spec §4.14 "identity first").
+#[derive(Clone, Debug)]
+pub(crate) struct PushItem {
+    /// Queue name.
+    pub(crate) queue: String,
+    /// Partition name.
+    pub(crate) partition: String,
+    /// The client's or the generated transaction id.
+    pub(crate) transaction_id: String,
+    /// The message id.
+    pub(crate) message_id: Uuid,
+    /// The JSON object of `regina.push`'s `i_items` element.
+    pub(crate) json: String,
+    /// The payload, raw as the client sent it (an element of `i_payloads`).
+    pub(crate) payload: String,
+}
+
+/// The items of one push request (or a part of it), in request order. Shared, so that the
+/// failover buffer still has them when the database call fails.
 pub(crate) struct PushRequest {
-    /// Comma-separated JSON objects in the shape of `regina.push`'s `i_items` elements.
-    pub(crate) items: String,
-    /// The items' payloads, comma-separated, raw as the client sent them (`i_payloads`).
-    pub(crate) payloads: String,
-    /// Number of items in `items`.
-    pub(crate) count: usize,
-    /// Distinct (queue, partition) pairs written, for waking waiters after commit.
-    pub(crate) targets: BTreeSet<(String, String)>,
+    /// The items.
+    pub(crate) items: Arc<[PushItem]>,
+}
+
+/// `regina.push`'s `i_items` and `i_payloads` arrays for `items`, in order.
+pub(crate) fn push_arrays<'a>(
+    items: impl Iterator<Item = &'a PushItem> + Clone,
+) -> (String, String) {
+    (
+        json_array(items.clone().map(|i| i.json.as_str())),
+        json_array(items.map(|i| i.payload.as_str())),
+    )
+}
+
+/// Wakes this instance's waiters of every written partition and announces the push to the
+/// other instances (spec §4.9). Call only after the push committed.
+pub(crate) fn push_committed<'a>(
+    waiters: &Waiters,
+    announcer: &Announcer,
+    targets: impl Iterator<Item = (&'a str, &'a str)>,
+) {
+    let mut by_queue: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (queue, partition) in targets {
+        by_queue.entry(queue).or_default().insert(partition);
+    }
+    for (queue, partitions) in by_queue {
+        let partitions: Vec<&str> = partitions.into_iter().collect();
+        waiters.push_committed(queue, &partitions);
+        announcer.announce(queue, &partitions);
+    }
 }
 
 /// Fused `regina.push`.
@@ -75,25 +115,21 @@ impl BatchOp for PushOp {
     const NAME: &'static str = "push";
 
     fn weight(request: &PushRequest) -> usize {
-        request.count
+        request.items.len()
     }
 
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
-        let items = json_array(requests.iter().map(|r| r.items.as_str()));
-        let payloads = json_array(requests.iter().map(|r| r.payloads.as_str()));
+        let (items, payloads) = push_arrays(requests.iter().flat_map(|r| r.items.iter()));
         // No NOTIFY inside the transaction (see `announce`): other instances hear after commit.
         let rows = db.push(&items, &payloads, false).await?;
-        let results = split_rows(rows, requests.iter().map(|r| r.count))?;
+        let results = split_rows(rows, requests.iter().map(|r| r.items.len()))?;
         // Committed: wake the waiters of every written partition (spec §4.9).
-        let mut by_queue: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for (queue, partition) in requests.iter().flat_map(|r| r.targets.iter()) {
-            by_queue.entry(queue).or_default().insert(partition);
-        }
-        for (queue, partitions) in by_queue {
-            let partitions: Vec<&str> = partitions.into_iter().collect();
-            self.waiters.push_committed(queue, &partitions);
-            self.announcer.announce(queue, &partitions);
-        }
+        let targets = requests.iter().flat_map(|r| r.items.iter());
+        push_committed(
+            &self.waiters,
+            &self.announcer,
+            targets.map(|i| (i.queue.as_str(), i.partition.as_str())),
+        );
         Ok(results)
     }
 }

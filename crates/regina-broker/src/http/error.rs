@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::db::DbError;
+use crate::failover::PushError;
 
 /// An error answer.
 #[derive(Debug, Serialize)]
@@ -115,6 +116,25 @@ impl ApiError {
         .limit(limit as u64)
     }
 
+    /// `503 buffer_unavailable`: the push needed the failover buffer, which could not take it.
+    pub(crate) fn buffer_unavailable(detail: &str) -> Self {
+        tracing::warn!(%detail, "push refused: failover buffer unavailable");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "buffer_unavailable",
+            "Database unavailable and failover buffer unavailable",
+        )
+    }
+
+    /// `503 shutting_down`.
+    pub(crate) fn shutting_down() -> Self {
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "shutting_down",
+            "Broker is shutting down",
+        )
+    }
+
     /// `500 internal`; the detail goes to the log only.
     pub(crate) fn internal(detail: impl std::fmt::Display) -> Self {
         tracing::error!(%detail, "internal error");
@@ -167,6 +187,15 @@ impl From<DbError> for ApiError {
                 Self::validation(format!("Invalid value: {message}"))
             }
             _ => Self::internal(&error),
+        }
+    }
+}
+
+impl From<PushError> for ApiError {
+    fn from(error: PushError) -> Self {
+        match error {
+            PushError::Db(error) => error.into(),
+            PushError::BufferUnavailable(detail) => Self::buffer_unavailable(&detail),
         }
     }
 }

@@ -9,7 +9,7 @@ use axum::routing::get;
 use axum::Router;
 
 use super::error::json_response;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 
 /// The health answer is due within this budget; a slower database counts as down.
 const HEALTH_BUDGET: Duration = Duration::from_secs(2);
@@ -18,12 +18,19 @@ pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/health", get(health))
 }
 
-async fn health(State(state): State<AppState>) -> Response {
-    let shared = state.get();
-    let healthy = matches!(
+/// Whether PostgreSQL answers a query within the health budget.
+pub(super) async fn database_healthy(shared: &Shared) -> bool {
+    matches!(
         tokio::time::timeout(HEALTH_BUDGET, shared.db.ping()).await,
         Ok(Ok(()))
-    );
+    )
+}
+
+async fn health(State(state): State<AppState>) -> Response {
+    let shared = state.get();
+    let healthy = database_healthy(shared).await;
+    let maintenance = shared.failover.maintenance();
+    let buffer = shared.failover.stats();
     let body = serde_json::json!({
         "status": if healthy { "healthy" } else { "unhealthy" },
         "database": if healthy { "connected" } else { "disconnected" },
@@ -31,10 +38,9 @@ async fn health(State(state): State<AppState>) -> Response {
         "version": env!("CARGO_PKG_VERSION"),
         "worker_id": shared.worker_id,
         "uptimeSeconds": shared.started.elapsed().as_secs(),
-        "maintenanceMode": false,
-        "popMaintenanceMode": false,
-        // This version has no failover buffer: nothing pending, and none to fall back on.
-        "failoverBuffer": {"pending": 0, "healthy": false},
+        "maintenanceMode": maintenance.push_on(),
+        "popMaintenanceMode": maintenance.pop_on(),
+        "failoverBuffer": {"pending": buffer.pending, "healthy": buffer.healthy},
     });
     let status = if healthy {
         StatusCode::OK

@@ -3,12 +3,14 @@
 
 mod ack;
 mod body;
+mod buffers;
 mod configure;
 mod consumer_groups;
 mod dlq;
 pub(crate) mod error;
 mod health;
 mod lease;
+mod maintenance;
 pub(crate) mod metrics;
 mod names;
 mod pop;
@@ -49,6 +51,8 @@ pub fn app(state: AppState) -> Router {
         .merge(dlq::routes())
         .merge(transaction::routes())
         .merge(consumer_groups::routes())
+        .merge(maintenance::routes())
+        .merge(buffers::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -100,6 +104,10 @@ async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -
     let mut response = async {
         if request.method() == Method::OPTIONS {
             return preflight();
+        }
+        // Parked and in-flight requests finish; new ones are turned away at once.
+        if shared.waiters.is_shutting_down() {
+            return ApiError::shutting_down().into_response();
         }
         drop_trailing_slash(&mut request);
         // `/metrics` is local and cheap: an instance at its limit must stay observable, and

@@ -170,6 +170,9 @@ async fn pop(
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let params = PopParams::parse(&Query::parse(raw_query), target, &shared.config)?;
+    if shared.failover.maintenance().pop_on() {
+        return Ok(params.empty_response("paused", shared.config.pop_empty_status));
+    }
     let lease_id = Uuid::now_v7();
     let json = params.sql_request(lease_id);
     let answer = if params.wait && params.timeout_ms > 0 {
@@ -229,6 +232,10 @@ async fn long_poll(
     let guard = shared.waiters.register(params.wait_key()).map_err(|_| {
         ApiError::overloaded("parked long-polls", shared.config.longpoll_waiters_max)
     })?;
+    // Pop maintenance switched on before this waiter registered woke nobody here: look again.
+    if shared.failover.maintenance().pop_on() {
+        return Ok(Err("paused".to_owned()));
+    }
     // POP_TIMEOUT_MS_MAX is operator-set: an absurd value must not overflow the clock.
     let deadline = Instant::now()
         .checked_add(Duration::from_millis(params.timeout_ms))
@@ -276,6 +283,9 @@ async fn long_poll(
         let woken = guard.park_until(until).await;
         if shared.waiters.is_shutting_down() {
             return Ok(Err("shutdown".to_owned()));
+        }
+        if shared.failover.maintenance().pop_on() {
+            return Ok(Err("paused".to_owned()));
         }
         if woken {
             rearm = REARM_MIN;

@@ -7,7 +7,7 @@
 //! for a queue that encrypts (`encryption_required`), seals those items and pushes them again
 //! with the same ids.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::names::name_problem;
 use crate::encryption::Encryption;
 use crate::engine::json::to_json;
-use crate::engine::PushRequest;
+use crate::engine::PushItem;
 use crate::state::Shared;
 
 /// `transactionId`: 1–255 characters; `traceId`: up to 128 (spec §6).
@@ -119,7 +119,7 @@ struct SqlPushItem<'a> {
     payload_key_id: Option<&'a str>,
 }
 
-/// The `regina.push` arguments of `items`. A payload is sealed when `seal(queue)` says so and a
+/// The `regina.push` elements of `items`. A payload is sealed when `seal(queue)` says so and a
 /// key is configured; without a key it goes as sent, and the database refuses it if the queue
 /// encrypts. `seal` is asked once per queue, so all items of a queue go alike and a refusal
 /// takes them all (their order holds).
@@ -127,47 +127,41 @@ pub(crate) fn render<'i, 'a: 'i>(
     items: impl IntoIterator<Item = &'i PreparedItem<'a>>,
     encryption: &Encryption,
     seal: impl Fn(&str) -> bool,
-) -> PushRequest {
-    let mut out = String::new();
-    let mut payloads = String::new();
-    let mut targets = BTreeSet::new();
-    let mut count = 0;
+) -> Vec<PushItem> {
     let mut decided: BTreeMap<String, bool> = BTreeMap::new();
-    for item in items {
-        if count > 0 {
-            out.push(',');
-            payloads.push(',');
-        }
-        count += 1;
-        let sealing = match decided.get(&item.queue) {
-            Some(&sealing) => sealing,
-            None => *decided
-                .entry(item.queue.clone())
-                .or_insert_with(|| seal(&item.queue)),
-        };
-        let sealed = if sealing {
-            encryption.seal(item.message_id, item.payload)
-        } else {
-            None
-        };
-        out.push_str(&to_json(&SqlPushItem {
-            queue: &item.queue,
-            partition: &item.partition,
-            transaction_id: &item.transaction_id,
-            message_id: item.message_id,
-            trace_id: item.trace_id.as_deref(),
-            producer_sub: item.producer_sub.as_deref(),
-            payload_key_id: sealed.as_ref().map(|(_, key_id)| *key_id),
-        }));
-        payloads.push_str(sealed.as_ref().map_or(item.payload, |(text, _)| text));
-        targets.insert((item.queue.clone(), item.partition.clone()));
-    }
-    PushRequest {
-        items: out,
-        payloads,
-        count,
-        targets,
-    }
+    items
+        .into_iter()
+        .map(|item| {
+            let sealing = match decided.get(&item.queue) {
+                Some(&sealing) => sealing,
+                None => *decided
+                    .entry(item.queue.clone())
+                    .or_insert_with(|| seal(&item.queue)),
+            };
+            let sealed = if sealing {
+                encryption.seal(item.message_id, item.payload)
+            } else {
+                None
+            };
+            let json = to_json(&SqlPushItem {
+                queue: &item.queue,
+                partition: &item.partition,
+                transaction_id: &item.transaction_id,
+                message_id: item.message_id,
+                trace_id: item.trace_id.as_deref(),
+                producer_sub: item.producer_sub.as_deref(),
+                payload_key_id: sealed.as_ref().map(|(_, key_id)| *key_id),
+            });
+            PushItem {
+                queue: item.queue.clone(),
+                partition: item.partition.clone(),
+                transaction_id: item.transaction_id.clone(),
+                message_id: item.message_id,
+                json,
+                payload: sealed.map_or_else(|| item.payload.to_owned(), |(text, _)| text),
+            }
+        })
+        .collect()
 }
 
 /// The `status` and `code` of a push result entry.
@@ -198,7 +192,8 @@ pub(crate) async fn store(
 ) -> Result<Vec<String>, ApiError> {
     let encryption = &shared.encryption;
     let request = render(items, encryption, |queue| encryption.queue_encrypts(queue));
-    let mut results = shared.engine.push(request).await?;
+    // The failover module decides which items go to the database and which to the buffer (§4.14).
+    let mut results = shared.failover.push(&shared.engine, request.into()).await?;
     let refused: Vec<usize> = (0..results.len())
         .filter(|&i| EntryStatus::of(&results[i]).code.as_deref() == Some(ENCRYPTION_REQUIRED))
         .collect();
@@ -215,7 +210,7 @@ pub(crate) async fn store(
         return Ok(results);
     }
     let again = render(refused.iter().map(|&i| &items[i]), encryption, |_| true);
-    let retried = shared.engine.push(again).await?;
+    let retried = shared.failover.push(&shared.engine, again.into()).await?;
     for (i, entry) in refused.into_iter().zip(retried) {
         results[i] = entry;
     }

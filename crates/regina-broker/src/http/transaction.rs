@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::db::DbError;
 use crate::encryption::Encryption;
 use crate::engine::json::{indexed_array, to_json};
-use crate::engine::TransactionRequest;
+use crate::engine::{push_arrays, TransactionRequest};
 use crate::state::AppState;
 
 pub(super) fn routes() -> Router<AppState> {
@@ -202,17 +202,19 @@ fn render_request(operations: &[Operation<'_>], encryption: &Encryption) -> Tran
             Operation::Push(items) => {
                 let pushed =
                     push_items::render(items, encryption, |q| encryption.queue_encrypts(q));
-                out.push_str(r#"{"type":"push","items":["#);
-                out.push_str(&pushed.items);
-                out.push_str("]}");
-                if pushed.count > 0 {
+                let (elements, texts) = push_arrays(pushed.iter());
+                // Both are JSON arrays: splice their elements into the operation and the payloads.
+                out.push_str(r#"{"type":"push","items":"#);
+                out.push_str(&elements);
+                out.push('}');
+                if !pushed.is_empty() {
                     if payloads.len() > 1 {
                         payloads.push(',');
                     }
-                    payloads.push_str(&pushed.payloads);
+                    payloads.push_str(&texts[1..texts.len() - 1]);
                 }
-                count += pushed.count;
-                targets.extend(pushed.targets);
+                count += pushed.len();
+                targets.extend(pushed.into_iter().map(|i| (i.queue, i.partition)));
             }
         }
     }

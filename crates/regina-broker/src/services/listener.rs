@@ -1,30 +1,39 @@
-//! The push listener: wakes this instance's waiters for pushes other instances committed. Pushes
-//! of this instance wake their waiters directly after commit, so their notifications are skipped.
+//! The listener: wakes this instance's waiters for pushes other instances committed, and applies
+//! the maintenance switches as they change. Pushes of this instance wake their waiters directly
+//! after commit, so their notifications are skipped.
 
 use std::sync::Arc;
 
 use tokio::sync::watch;
 
 use super::{stop_requested, RECONNECT_DELAY};
-use crate::db::{ConnectSettings, Db};
+use crate::db::{ConnectSettings, Db, Notice};
+use crate::failover::{Failover, MaintenanceKind};
 use crate::waiters::Waiters;
 
 pub(super) async fn run(
     settings: ConnectSettings,
     db: Db,
     waiters: Arc<Waiters>,
+    failover: Arc<Failover>,
     mut stopped: watch::Receiver<bool>,
 ) {
     while !*stopped.borrow() {
-        match settings.listen_pushes().await {
+        match settings.listen().await {
             Ok((_client, mut notices)) => loop {
                 tokio::select! {
                     notice = notices.recv() => match notice {
-                        Some(notice) if !db.owns_backend(notice.sender_pid) => {
+                        Some(Notice::Push(notice)) if !db.owns_backend(notice.sender_pid) => {
                             let partitions: Vec<&str> = notice.partitions.iter().map(String::as_str).collect();
                             waiters.push_committed(&notice.queue, &partitions);
                         }
-                        Some(_) => {}
+                        Some(Notice::Push(_)) => {}
+                        Some(Notice::Maintenance { kind, enabled }) => {
+                            match MaintenanceKind::parse(&kind) {
+                                Some(kind) => failover.maintenance_apply(kind, enabled),
+                                None => tracing::warn!(%kind, "unknown maintenance switch"),
+                            }
+                        }
                         None => break,
                     },
                     _ = stopped.changed() => return,

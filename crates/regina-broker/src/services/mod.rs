@@ -1,7 +1,7 @@
 //! Background services. Per database, one leader (elected with a session advisory lock on a
 //! dedicated connection, spec §4.15) runs the expired-lease sweep and, on a session of their own,
 //! the deletion jobs; per instance, a LISTEN session wakes local waiters for pushes committed by
-//! other instances (spec §4.9).
+//! other instances (spec §4.9) and applies the maintenance switches (spec §4.14).
 
 mod leader;
 mod listener;
@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::db::{ConnectSettings, Db};
+use crate::failover::Failover;
 use crate::waiters::Waiters;
 
 /// Pause before reconnecting a background session after a failure.
@@ -36,6 +37,7 @@ impl Services {
         policy: PolicySettings,
         db: Db,
         waiters: Arc<Waiters>,
+        failover: Arc<Failover>,
     ) -> Services {
         let (stop, stopped) = watch::channel(false);
         let (leading, leader) = watch::channel(false);
@@ -53,7 +55,7 @@ impl Services {
                 leader,
                 stopped.clone(),
             )),
-            tokio::spawn(listener::run(settings, db, waiters, stopped)),
+            tokio::spawn(listener::run(settings, db, waiters, failover, stopped)),
         ];
         Services { stop, tasks }
     }

@@ -201,6 +201,11 @@ impl Waiters {
     /// Starts shutdown: every waiter wakes and answers `204 shutdown`.
     pub(crate) fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::SeqCst);
+        self.wake_all();
+    }
+
+    /// Wakes every waiter (shutdown, pop maintenance): each re-checks why it waits.
+    pub(crate) fn wake_all(&self) {
         let mut registry = self.lock();
         let Registry {
             queues, selectors, ..

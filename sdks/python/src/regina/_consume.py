@@ -95,7 +95,7 @@ class ConsumePlan:
             wait_ms = s.timeout_ms
             if s.idle_ms is not None:
                 idle_left_ms = s.idle_ms - int((self._clock() - self._last_delivery) * 1000)
-                if idle_left_ms <= 0 and self._reserved == 0:
+                if idle_left_ms <= 0:
                     return Stop()
                 wait_ms = min(wait_ms, max(1, idle_left_ms))
             batch = s.batch

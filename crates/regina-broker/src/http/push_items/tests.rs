@@ -1,6 +1,32 @@
+use std::collections::BTreeSet;
+
 use super::*;
 use crate::config::Config;
 use crate::http::body;
+
+/// The rendered items as `regina.push` sees them: the elements of `i_items` and `i_payloads`
+/// (comma-joined), how many, and the (queue, partition) pairs written.
+struct PushRequest {
+    items: String,
+    payloads: String,
+    count: usize,
+    targets: BTreeSet<(String, String)>,
+}
+
+impl From<Vec<PushItem>> for PushRequest {
+    fn from(items: Vec<PushItem>) -> Self {
+        let join = |f: fn(&PushItem) -> &str| items.iter().map(f).collect::<Vec<_>>().join(",");
+        PushRequest {
+            items: join(|i| &i.json),
+            payloads: join(|i| &i.payload),
+            count: items.len(),
+            targets: items
+                .iter()
+                .map(|i| (i.queue.clone(), i.partition.clone()))
+                .collect(),
+        }
+    }
+}
 
 /// The `i_items` elements (with each item's payload put back under `payload`) and the request,
 /// rendered with `encryption` for queues named in `sealed`.
@@ -15,7 +41,7 @@ fn prepared_with(
         .map_err(|e| format!("{e:?}"))?
         .unwrap_or_default();
     let items = prepare(&items, 255).map_err(|e| format!("{e:?}"))?;
-    let request = render(&items, encryption, |queue| sealed.contains(&queue));
+    let request = PushRequest::from(render(&items, encryption, |queue| sealed.contains(&queue)));
     let mut parsed: Vec<serde_json::Value> =
         serde_json::from_str(&format!("[{}]", request.items)).map_err(|e| e.to_string())?;
     let payloads: Vec<serde_json::Value> =

@@ -1,0 +1,166 @@
+//! The failover buffer (spec §4.14): pushes that cannot reach PostgreSQL — or that must queue
+//! behind records already buffered for their partition, or arrive during push maintenance — are
+//! appended to fsync'd, checksummed segment files of this instance and answered `buffered`. A
+//! drainer replays them in buffer order once PostgreSQL is reachable (and push maintenance is
+//! off), keeping their ids so replays deduplicate.
+//!
+//! - `segment`: the file format (framing, checksums, verified reads);
+//! - `record`: one record's content (a push item with its ids);
+//! - `store`, `writer`, `recover`: the directory, group fsync and rotation, startup verification;
+//! - `batch`, `drainer`: records read back and replayed, progress markers;
+//! - `divert`: which items of a push go to the database and which to the buffer;
+//! - `maintenance`: the push and pop maintenance switches.
+
+mod batch;
+mod divert;
+mod drainer;
+mod maintenance;
+mod record;
+mod recover;
+mod segment;
+mod store;
+#[cfg(test)]
+mod test_dir;
+#[cfg(test)]
+mod tests;
+mod writer;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+
+pub(crate) use divert::PushError;
+pub(crate) use maintenance::{Maintenance, MaintenanceKind};
+pub(crate) use store::BufferStats;
+use store::{Store, StoreSettings};
+
+use crate::config::Config;
+use crate::db::Db;
+use crate::engine::announce::Announcer;
+use crate::waiters::Waiters;
+
+/// How the drainer replays (`FILE_BUFFER_*`).
+#[derive(Clone, Copy, Debug)]
+struct ReplaySettings {
+    /// Check period.
+    flush: Duration,
+    /// Records per replay call.
+    records_max: usize,
+    /// Bytes of records per replay call (at least one record).
+    bytes_max: usize,
+}
+
+/// The failover buffer of this instance and the maintenance switches it applies.
+pub(crate) struct Failover {
+    store: Store,
+    maintenance: Maintenance,
+    replay: ReplaySettings,
+    db: Db,
+    waiters: Arc<Waiters>,
+    announcer: Announcer,
+    /// Wakes the drainer before its next tick.
+    wake: Notify,
+    /// Whether the last database attempt reached PostgreSQL (for logging transitions).
+    db_reachable: AtomicBool,
+    drainer: Mutex<Option<(watch::Sender<bool>, JoinHandle<()>)>>,
+}
+
+impl Failover {
+    /// Opens the buffer directory (verifying what an earlier run left), applies the maintenance
+    /// `switches` in force, and starts the writer and the drainer, which replays anything
+    /// pending at once (unless push maintenance is on).
+    pub(crate) fn start(
+        config: &Config,
+        db: &Db,
+        waiters: &Arc<Waiters>,
+        switches: &[(MaintenanceKind, bool)],
+    ) -> Arc<Failover> {
+        let store = Store::open(StoreSettings {
+            dir: PathBuf::from(&config.file_buffer_dir),
+            events_per_file: config.file_buffer_events_per_file,
+            bytes_max: config.file_buffer_bytes_max,
+        });
+        let failover = Arc::new(Failover {
+            store,
+            maintenance: Maintenance::default(),
+            replay: ReplaySettings {
+                flush: Duration::from_millis(config.file_buffer_flush_ms.max(1)),
+                records_max: config.file_buffer_max_batch,
+                bytes_max: config.body_bytes_max,
+            },
+            db: db.clone(),
+            waiters: waiters.clone(),
+            announcer: Announcer::start(db.clone()),
+            wake: Notify::new(),
+            db_reachable: AtomicBool::new(true),
+            drainer: Mutex::new(None),
+        });
+        for (kind, enabled) in switches {
+            failover.maintenance.set(*kind, *enabled);
+        }
+        let (stop, stopped) = watch::channel(false);
+        let task = tokio::spawn(drainer::run(failover.clone(), stopped));
+        *failover
+            .drainer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((stop, task));
+        failover
+    }
+
+    /// The maintenance switches in force on this instance.
+    pub(crate) fn maintenance(&self) -> &Maintenance {
+        &self.maintenance
+    }
+
+    /// Applies a maintenance switch (from this instance's API call, the database at startup, or
+    /// another instance's announcement). Pop maintenance answers every parked pop `paused`;
+    /// turning push maintenance off resumes replay at once.
+    pub(crate) fn maintenance_apply(&self, kind: MaintenanceKind, enabled: bool) {
+        if !self.maintenance.set(kind, enabled) {
+            return;
+        }
+        tracing::info!(kind = kind.as_str(), enabled, "maintenance switched");
+        match (kind, enabled) {
+            (MaintenanceKind::Pop, true) => self.waiters.wake_all(),
+            (MaintenanceKind::Push, false) => self.wake.notify_one(),
+            _ => {}
+        }
+    }
+
+    /// Counters and sizes of the buffer.
+    pub(crate) fn stats(&self) -> BufferStats {
+        self.store.stats()
+    }
+
+    /// Notes whether a database attempt reached PostgreSQL, logging the transitions.
+    fn db_reached(&self, reached: bool) {
+        if self.db_reachable.swap(reached, Ordering::Relaxed) != reached {
+            if reached {
+                tracing::info!("PostgreSQL reachable again");
+            } else {
+                tracing::warn!("PostgreSQL unreachable: pushes go to the failover buffer");
+            }
+        }
+    }
+
+    /// Stops the drainer (letting its current replay call finish) and the writer (once every
+    /// record sent to it is fsync'd).
+    pub(crate) async fn close(&self) {
+        let drainer = self
+            .drainer
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((stop, task)) = drainer {
+            let _ = stop.send(true);
+            if let Err(error) = task.await {
+                tracing::warn!(%error, "failover drainer ended abnormally");
+            }
+        }
+        self.store.close().await;
+    }
+}

@@ -1,0 +1,97 @@
+//! `GET/POST /api/v1/system/maintenance` and `GET/POST /api/v1/system/maintenance/pop`
+//! (spec §3.13): the cluster-wide maintenance switches. A change is stored in the database and
+//! announced to every instance; this instance applies it at once.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use axum::Router;
+
+use super::body::{self, BodyBytes};
+use super::buffers::buffer_stats;
+use super::error::{json_response, ApiError};
+use crate::failover::MaintenanceKind;
+use crate::state::{AppState, Shared};
+
+pub(super) fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/system/maintenance", get(push_get).post(push_set))
+        .route("/api/v1/system/maintenance/pop", get(pop_get).post(pop_set))
+}
+
+async fn push_get(State(state): State<AppState>) -> Response {
+    let shared = state.get();
+    let stats = buffer_stats(shared).await;
+    let body = serde_json::json!({
+        "maintenanceMode": shared.failover.maintenance().push_on(),
+        "popMaintenanceMode": shared.failover.maintenance().pop_on(),
+        "bufferedMessages": stats["pending"],
+        "bufferHealthy": shared.failover.stats().healthy,
+        "bufferStats": stats,
+    });
+    json_response(StatusCode::OK, body.to_string())
+}
+
+async fn push_set(
+    State(state): State<AppState>,
+    BodyBytes(bytes): BodyBytes,
+) -> Result<Response, ApiError> {
+    let shared = state.get();
+    let enabled = switch_position(shared, &bytes)?;
+    switch(shared, MaintenanceKind::Push, enabled).await?;
+    let stats = shared.failover.stats();
+    let message = if enabled {
+        "Push maintenance on: pushes are buffered and replay is paused"
+    } else {
+        "Push maintenance off: buffered messages are being replayed"
+    };
+    let body = serde_json::json!({
+        "maintenanceMode": enabled,
+        "bufferedMessages": stats.pending,
+        "bufferHealthy": stats.healthy,
+        "message": message,
+    });
+    Ok(json_response(StatusCode::OK, body.to_string()))
+}
+
+async fn pop_get(State(state): State<AppState>) -> Response {
+    let on = state.get().failover.maintenance().pop_on();
+    json_response(StatusCode::OK, pop_body(on).to_string())
+}
+
+async fn pop_set(
+    State(state): State<AppState>,
+    BodyBytes(bytes): BodyBytes,
+) -> Result<Response, ApiError> {
+    let shared = state.get();
+    let enabled = switch_position(shared, &bytes)?;
+    switch(shared, MaintenanceKind::Pop, enabled).await?;
+    Ok(json_response(StatusCode::OK, pop_body(enabled).to_string()))
+}
+
+fn pop_body(on: bool) -> serde_json::Value {
+    let message = if on {
+        "Pop maintenance on: every pop answers empty (paused)"
+    } else {
+        "Pop maintenance off: pops deliver again"
+    };
+    serde_json::json!({"popMaintenanceMode": on, "message": message})
+}
+
+/// `{enabled: bool}`, required.
+fn switch_position(shared: &Shared, bytes: &[u8]) -> Result<bool, ApiError> {
+    let object = body::parse_object(bytes, shared.config.json_depth_max)?;
+    object
+        .opt_bool("enabled")
+        .ok()
+        .flatten()
+        .ok_or_else(|| ApiError::validation("enabled (boolean) is required").field("enabled"))
+}
+
+/// Stores and announces the switch, then applies it here without waiting for the announcement.
+async fn switch(shared: &Shared, kind: MaintenanceKind, enabled: bool) -> Result<(), ApiError> {
+    shared.db.maintenance_set(kind.as_str(), enabled).await?;
+    shared.failover.maintenance_apply(kind, enabled);
+    Ok(())
+}
