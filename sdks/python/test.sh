@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Tests of the Python SDK: lint and types, unit tests, the conformance scenarios and behaviour tests
+# against a live broker (started and stopped by ../run-tests.sh), then the published Queen MQ
+# client (queen-mq 0.15) against the same broker from its own virtualenv.
+#
+# Usage: sdks/python/test.sh            (REGINA_BIN=path/to/regina skips building the broker)
+# Exits non-zero when anything fails.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+cd "$here"
+python=${PYTHON:-python3}
+
+venv() {  # venv DIR REQUIREMENT...: create DIR once, then install what is missing
+  local dir=$1
+  shift
+  [[ -x $dir/bin/python ]] || "$python" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@"
+}
+
+venv .venv -e ".[test]"
+venv .venv-compat -r compat/requirements.txt
+
+echo "--- ruff and mypy --strict"
+.venv/bin/ruff check src tests compat
+.venv/bin/ruff format --check src tests compat
+.venv/bin/mypy
+
+status=0
+# One broker for both suites; each suite prints its own summary and both always run.
+../run-tests.sh bash -c '
+  status=0
+  echo "--- regina SDK: unit, conformance and behaviour tests"
+  .venv/bin/pytest -q -p no:cacheprovider --tb=short tests || status=1
+  echo "--- queen-mq 0.15 against Regina"
+  .venv-compat/bin/pytest -q -p no:cacheprovider --tb=short -c compat/pytest.ini compat || status=1
+  exit $status
+' || status=$?
+exit $status
