@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import datetime, timezone
 
 import pytest
 
@@ -130,3 +131,21 @@ def test_configure_merges_options_and_health_answers(client: Regina, queue_name:
     changed = client.queue(queue_name).config({"retryLimit": 7}).create()
     assert not changed.created and changed.options["leaseTime"] == 30 and changed.options["retryLimit"] == 7
     assert client.admin.health().healthy
+
+
+def test_seek_replays_after_an_instant_on_the_queue_or_one_partition(client: Regina, queue_name: str) -> None:
+    for partition in ("a", "b"):
+        client.queue(queue_name).partition(partition).push([{"payload": f"{partition}-old"}])
+    time.sleep(0.05)
+    between = datetime.now(timezone.utc)
+    time.sleep(0.05)
+    for partition in ("a", "b"):
+        client.queue(queue_name).partition(partition).push([{"payload": f"{partition}-new"}])
+    group = client.queue(queue_name).group("g").batch(10).partitions(2).auto_ack()
+    assert sorted(m.data for m in group.pop()) == ["a-new", "a-old", "b-new", "b-old"]
+    assert client.queue(queue_name).group("g").partition("a").seek(timestamp=between).partitions_updated == 1
+    assert [m.data for m in group.pop()] == ["a-new"]
+    assert client.queue(queue_name).group("g").seek(timestamp=between).partitions_updated == 2
+    assert sorted(m.data for m in group.pop()) == ["a-new", "b-new"]
+    client.queue(queue_name).group("g").seek(to_end=True)
+    assert group.pop() == []

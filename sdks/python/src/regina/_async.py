@@ -171,7 +171,8 @@ class AsyncQueue(QueueSpec):
         return await self._client._t.send(self._dlq_call(limit, offset))
 
     async def seek(self, *, to_end: bool = False, timestamp: str | datetime | None = None) -> SeekResult:
-        """Move the :meth:`group` on every partition: to the end, or to just after ``timestamp``."""
+        """Move the :meth:`group` on every partition (or the :meth:`partition`): to the end, or to
+        just after ``timestamp``."""
         return await self._client._t.send(self._seek_call(to_end, timestamp))
 
 

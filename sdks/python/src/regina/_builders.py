@@ -195,7 +195,8 @@ class QueueSpec:
         )
 
     def _seek_call(self, to_end: bool, timestamp: str | datetime | None) -> Call[SeekResult]:
-        return _calls.seek(self._group or _calls.QUEUE_MODE, self._name, to_end=to_end, timestamp=timestamp)
+        group = self._group or _calls.QUEUE_MODE
+        return _calls.seek(group, self._name, partition=self._partition, to_end=to_end, timestamp=timestamp)
 
 
 class TransactionSpec:

@@ -280,14 +280,22 @@ def delete_consumer_group(group: str, queue: str | None, delete_metadata: bool) 
 
 
 def seek(
-    group: str, queue: str, *, to_end: bool = False, timestamp: str | datetime | None = None
+    group: str,
+    queue: str,
+    *,
+    partition: str | None = None,
+    to_end: bool = False,
+    timestamp: str | datetime | None = None,
 ) -> Call[SeekResult]:
-    """``POST /api/v1/consumer-groups/:group/queues/:queue/seek`` to the end or to an instant."""
+    """Move a group on every partition of a queue (or on one): to the end, or to just after an
+    instant (``POST /api/v1/consumer-groups/:group/queues/:queue[/partitions/:partition]/seek``)."""
     if to_end == (timestamp is not None):
         raise ValueError("seek needs exactly one of to_end=True or timestamp")
     body: dict[str, Any] = {"toEnd": True} if to_end else {"timestamp": format_instant(timestamp or "")}
-    path = f"/api/v1/consumer-groups/{_segment(group)}/queues/{_segment(queue)}/seek"
-    request = make_request("POST", path, body=body)
+    path = f"/api/v1/consumer-groups/{_segment(group)}/queues/{_segment(queue)}"
+    if partition is not None:
+        path += f"/partitions/{_segment(partition)}"
+    request = make_request("POST", path + "/seek", body=body)
     return Call(request, lambda r: SeekResult.from_wire(_object(r)))
 
 

@@ -524,7 +524,7 @@ class DeleteGroupResult:
 
 @dataclass(frozen=True)
 class SeekResult:
-    """Answer of a consumer-group seek on a queue."""
+    """Answer of a consumer-group seek on a queue (or on one partition: ``partitions_updated`` 1)."""
 
     consumer_group: str
     queue_name: str
@@ -540,7 +540,7 @@ class SeekResult:
             queue_name=_str(d, "queueName"),
             seek_to_end=_bool(d, "seekToEnd"),
             target_timestamp=parse_optional_instant(d.get("targetTimestamp")),
-            partitions_updated=_int(d, "partitionsUpdated"),
+            partitions_updated=_int(d, "partitionsUpdated", 1 if _bool(d, "updated") else 0),
         )
 
 
