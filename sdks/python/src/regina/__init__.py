@@ -11,6 +11,18 @@ Two clients with one grammar: :class:`Regina` (blocking, thread-safe) and :class
             client.ack(message)
 """
 
+from ._admin_models import (
+    ConsumerGroupInfo,
+    DeleteGroupResult,
+    DlqEntry,
+    DlqPage,
+    Health,
+    MessageDetail,
+    QueuePage,
+    QueueSummary,
+    RequeueResult,
+    SeekResult,
+)
 from ._async import AsyncAdmin, AsyncQueue, AsyncRegina, AsyncTransaction
 from ._buffer import BufferOptions
 from ._builders import TransactionQueue
@@ -28,23 +40,13 @@ from ._models import (
     AckResult,
     AckStatus,
     ConfigureResult,
-    ConsumerGroupInfo,
-    DeleteGroupResult,
     DeleteQueueResult,
-    DlqEntry,
-    DlqPage,
-    Health,
     Json,
     Message,
-    MessageDetail,
     PushItem,
     PushResult,
     QueueOptions,
-    QueuePage,
-    QueueSummary,
     RenewResult,
-    RequeueResult,
-    SeekResult,
     SubscriptionMode,
     TransactionItemResult,
     TransactionResult,

@@ -9,6 +9,16 @@ from datetime import datetime
 from typing import Any, overload
 
 from . import _calls
+from ._admin_models import (
+    ConsumerGroupInfo,
+    DeleteGroupResult,
+    DlqPage,
+    Health,
+    MessageDetail,
+    QueuePage,
+    RequeueResult,
+    SeekResult,
+)
 from ._async_consume import AsyncConsumer
 from ._buffer import BufferOptions, Key, PushBuffer
 from ._builders import QueueSpec, TransactionSpec
@@ -20,19 +30,11 @@ from ._models import (
     AckResult,
     AckStatus,
     ConfigureResult,
-    ConsumerGroupInfo,
-    DeleteGroupResult,
     DeleteQueueResult,
-    DlqPage,
-    Health,
     Message,
-    MessageDetail,
     PushItem,
     PushResult,
-    QueuePage,
     RenewResult,
-    RequeueResult,
-    SeekResult,
     TransactionResult,
 )
 from ._settings import ClientSettings

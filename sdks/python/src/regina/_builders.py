@@ -7,17 +7,19 @@ from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from . import _calls
+from ._admin_models import (
+    DlqPage,
+    SeekResult,
+)
 from ._buffer import BufferOptions
 from ._calls import DEFAULT_PARTITION, MessageRef
 from ._consume import ConsumeSettings
 from ._http import Call
 from ._models import (
     ConfigureResult,
-    DlqPage,
     Message,
     PushItem,
     QueueOptions,
-    SeekResult,
     TransactionResult,
 )
 

@@ -7,25 +7,27 @@ from datetime import datetime
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from ._admin_models import (
+    ConsumerGroupInfo,
+    DeleteGroupResult,
+    DlqPage,
+    Health,
+    MessageDetail,
+    QueuePage,
+    RequeueResult,
+    SeekResult,
+)
 from ._http import Call, Response, make_request
 from ._ids import uuid7
 from ._models import (
     AckResult,
     ConfigureResult,
-    ConsumerGroupInfo,
-    DeleteGroupResult,
     DeleteQueueResult,
-    DlqPage,
-    Health,
     Message,
-    MessageDetail,
     PushItem,
     PushResult,
     QueueOptions,
-    QueuePage,
     RenewResult,
-    RequeueResult,
-    SeekResult,
     TransactionResult,
 )
 from ._time import format_instant

@@ -9,6 +9,16 @@ from datetime import datetime
 from typing import Any, overload
 
 from . import _calls
+from ._admin_models import (
+    ConsumerGroupInfo,
+    DeleteGroupResult,
+    DlqPage,
+    Health,
+    MessageDetail,
+    QueuePage,
+    RequeueResult,
+    SeekResult,
+)
 from ._buffer import BufferOptions, Key, PushBuffer
 from ._builders import QueueSpec, TransactionSpec
 from ._calls import MessageRef
@@ -19,19 +29,11 @@ from ._models import (
     AckResult,
     AckStatus,
     ConfigureResult,
-    ConsumerGroupInfo,
-    DeleteGroupResult,
     DeleteQueueResult,
-    DlqPage,
-    Health,
     Message,
-    MessageDetail,
     PushItem,
     PushResult,
-    QueuePage,
     RenewResult,
-    RequeueResult,
-    SeekResult,
     TransactionResult,
 )
 from ._settings import ClientSettings
