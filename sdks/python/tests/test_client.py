@@ -30,7 +30,6 @@ def test_validation_errors_are_typed_with_field_and_index(client: Regina, queue_
     assert error.field == "items[0].traceId"
 
 
-@pytest.mark.xfail(strict=True, reason="the broker does not enforce maxSize yet (HTTP API §4.13)")
 def test_a_full_queue_rejects_the_overflow_and_reports_what_was_stored(
     client: Regina, queue_name: str
 ) -> None:
