@@ -2,7 +2,7 @@
 
 Regina serves Queen's HTTP API v1 so that Queen's clients keep working (HTTP API §1.1). This
 scenario drives Queen's own API — configure, push, duplicate push, consume with a group (its
-client-side acks), pop and batch ack, lease renewal, a transaction and the DLQ — and checks the
+client-side acks), pop and batch ack, lease renewal, a transaction, the DLQ and its requeue — and checks the
 outcome on the broker. Where it fails, the broker deviates from what Queen's client sends or
 reads: that is a broker bug, not something to bend here.
 """
@@ -99,6 +99,12 @@ def test_push_consume_with_a_group_and_dead_letter() -> None:
 
         rest = await queen.queue(queue).group("workers").batch(10).wait(False).pop()
         assert rest == []
+
+        entry = dlq["messages"][0]
+        requeued = await queen.admin.retry_message(entry["partitionId"], entry["transactionId"])
+        assert requeued["success"] and requeued["consumerGroups"] == ["workers"]
+        [again] = await queen.queue(queue).group("workers").batch(10).wait(False).pop()
+        assert again["data"] == "poison" and again["transactionId"] == "t2"
 
     _run(scenario)
 
