@@ -197,6 +197,9 @@ async fn mixed_run(
     let peak_rss = rss.stop().await;
     let verdict = ledger.verdict(&workload.groups);
     judge(fault, options, &verdict, &counters, peak_rss, &mut failures);
+    if fault == Fault::Outage {
+        notes.push(format!("buffered {}", verdict.buffered));
+    }
     if let Some(seconds) = drained {
         notes.push(format!("drained in {seconds:.1} s"));
     } else {
