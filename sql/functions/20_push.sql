@@ -71,15 +71,23 @@ language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.push_item[] := regina._push_resolve(i_items, i_payloads);
+    v_locked bigint;
 begin
     -- Row-exclusive on the table before the row locks: a subscription being created holds the
     -- table in share mode until it commits, so the statement below, which reads subscriptions,
     -- either sees it or ran before it looked at the partitions (see _subscription_start).
     lock table regina.partitions in row exclusive mode;
-    perform 1 from regina.partitions p
-    where p.id in (select distinct x.partition_id from unnest(v_items) x)
-    order by p.id
-    for update;
+    loop
+        perform 1 from regina.partitions p
+        where p.id in (select distinct x.partition_id from unnest(v_items) x)
+        order by p.id
+        for update;
+        get diagnostics v_locked = row_count;
+        exit when v_locked = (select count(distinct x.partition_id) from unnest(v_items) x);
+        -- A partition was deleted (with its queue) after its id was read: resolve again, which
+        -- creates it anew, rather than report items `queued` that no row holds.
+        v_items := regina._push_resolve(i_items, i_payloads);
+    end loop;
 
     return query
     with items as (select * from unnest(v_items)),
@@ -90,7 +98,8 @@ begin
     stored as (   -- keys already stored by earlier commits
         select m.partition_id, m.transaction_id, m.id
         from regina.messages m
-        join firsts f on m.partition_id = f.partition_id and m.transaction_id = f.transaction_id),
+        join firsts f on m.partition_id = f.partition_id and m.transaction_id = f.transaction_id
+        where m.for_group is null),
     fresh as (
         select i.*, row_number() over (partition by i.partition_id order by i.idx) as rn
         from items i join firsts f on f.idx = i.idx
