@@ -8,11 +8,13 @@ mod dlq;
 pub(crate) mod error;
 mod health;
 mod lease;
+mod messages;
 pub(crate) mod metrics;
 mod names;
 mod pop;
 mod push;
 mod query;
+mod resources;
 mod streams;
 mod timestamp;
 
@@ -44,6 +46,8 @@ pub fn app(state: AppState) -> Router {
         .merge(ack::routes())
         .merge(lease::routes())
         .merge(dlq::routes())
+        .merge(resources::routes())
+        .merge(messages::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
