@@ -19,16 +19,19 @@ language sql immutable parallel safe as $$
                 then i_text::uuid end
 $$;
 
--- First unsettled message at or after i_from: the smallest existing offset not in i_skip.
+-- First unsettled message of group i_group at or after i_from: the smallest existing offset not
+-- in i_skip, passing over requeued deliveries meant for other groups (settled for this one).
 -- PL/pgSQL rather than SQL here and below: these run once or more per claim and ack, and
 -- PostgreSQL re-plans a non-inlined SQL function's body at every call, while PL/pgSQL keeps its
 -- plans for the session.
-create or replace function regina._head_seq(i_partition_id bigint, i_from bigint, i_skip bigint[])
+create or replace function regina._head_seq(i_partition_id bigint, i_from bigint, i_skip bigint[],
+                                            i_group text)
 returns bigint
 language plpgsql stable as $$
 begin
     return (select m.seq from regina.messages m
             where m.partition_id = i_partition_id and m.seq >= i_from and m.seq <> all (i_skip)
+              and (m.for_group is null or m.for_group = i_group)
             order by m.seq
             limit 1);
 end
@@ -38,11 +41,12 @@ $$;
 -- first existing unsettled message, or just past the highest mark when none exists. Never past a
 -- message that is not yet visible: offsets commit in order, so every message below a settled
 -- (hence visible) mark is visible too.
-create or replace function regina._advance(i_partition_id bigint, i_from bigint, i_marks bigint[])
+create or replace function regina._advance(i_partition_id bigint, i_from bigint, i_marks bigint[],
+                                           i_group text)
 returns bigint
 language plpgsql stable as $$
 begin
-    return coalesce(regina._head_seq(i_partition_id, i_from, i_marks),
+    return coalesce(regina._head_seq(i_partition_id, i_from, i_marks, i_group),
                     greatest(i_from, (select max(x) + 1 from unnest(i_marks) x)));
 end
 $$;

@@ -134,7 +134,8 @@ begin
     stored as (   -- keys already stored by earlier commits
         select m.partition_id, m.transaction_id, m.id
         from regina.messages m
-        join firsts f on m.partition_id = f.partition_id and m.transaction_id = f.transaction_id),
+        join firsts f on m.partition_id = f.partition_id and m.transaction_id = f.transaction_id
+        where m.for_group is null),
     fresh as (
         select i.*, row_number() over (partition by i.partition_id order by i.idx) as rn
         from items i join firsts f on f.idx = i.idx

@@ -42,7 +42,7 @@ declare
 begin
     v_c.lease_active := false;
     v_c.lease_marks := '{}';
-    v_head := regina._head_seq(v_c.partition_id, v_c.next_seq, v_c.marks);
+    v_head := regina._head_seq(v_c.partition_id, v_c.next_seq, v_c.marks, v_c.consumer_group);
     if v_head is null then
         return row(v_c, false)::regina.cursor_outcome;
     end if;
@@ -50,7 +50,7 @@ begin
     v_c.head_error := i_error;
     if v_c.head_attempts > i_q.retry_limit then
         v_dlq := regina._dead_letter(v_c, i_q, v_head, v_c.head_attempts - 1, i_error, i_now);
-        v_c.next_seq := regina._advance(v_c.partition_id, v_head + 1, v_c.marks);
+        v_c.next_seq := regina._advance(v_c.partition_id, v_head + 1, v_c.marks, v_c.consumer_group);
         v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
         v_c.head_attempts := 0;
         v_c.head_error := null;

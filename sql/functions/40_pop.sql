@@ -20,12 +20,14 @@ begin
         return coalesce((select min(m.seq) from regina.messages m
                          where m.partition_id = i_partition_id and m.seq < v_end), v_end);
     end if;
-    -- createdAt never decreases along offsets: binary search for the first one >= i_start_at.
+    -- createdAt never decreases along the offsets of ordinary messages: binary search for the
+    -- first one >= i_start_at (requeued deliveries keep an older createdAt: not probed).
     v_hi := v_end;
     while v_lo < v_hi loop
         v_mid := (v_lo + v_hi) / 2;
         select m.created_at into v_at from regina.messages m
         where m.partition_id = i_partition_id and m.seq >= v_mid and m.seq < v_end
+          and m.for_group is null
         order by m.seq limit 1;
         if not found or v_at >= i_start_at then
             v_hi := v_mid;
@@ -122,10 +124,12 @@ begin
 end
 $$;
 
--- Reads up to i_budget deliverable messages from the head of a locked cursor, as wire objects.
--- An encrypted payload comes as stored, with the member `payloadKeyId` beside it: the broker
--- decrypts it and removes that member (ADR 0006). PL/pgSQL so that the query's plan is kept
--- (see _head_seq).
+-- Reads up to i_budget deliverable messages from the head of a locked cursor, as wire objects:
+-- the group's messages in offset order, up to the first one not yet visible (delayedProcessing).
+-- Requeued deliveries are always visible, but stay behind an invisible message pushed before
+-- them. An encrypted payload comes as stored, with the member `payloadKeyId` beside it: the
+-- broker decrypts it and removes that member (ADR 0006). PL/pgSQL so that the query's plan is
+-- kept (see _head_seq).
 create or replace function regina._pop_read(i_c regina.cursors, i_q regina.queues,
                                             i_p regina.partitions, i_budget integer,
                                             i_lease text, i_now timestamptz,
@@ -137,11 +141,14 @@ begin
                      order by m.seq),
            max(m.seq)
     into o_messages, o_last
-    from (select x.*, row_number() over (order by x.seq) as rn
+    from (select x.*, row_number() over (order by x.seq) as rn,
+                 bool_and(x.for_group is not null
+                          or x.created_at <= i_now - i_q.delayed_processing_seconds * interval '1 second')
+                     over (order by x.seq) as visible
           from (select * from regina.messages mm
                 where mm.partition_id = i_c.partition_id and mm.seq >= i_c.next_seq
                   and mm.seq <> all (i_c.marks)
-                  and mm.created_at <= i_now - i_q.delayed_processing_seconds * interval '1 second'
+                  and (mm.for_group is null or mm.for_group = i_c.consumer_group)
                 order by mm.seq
                 limit i_budget) x) m
     cross join lateral (select json_build_object(
@@ -150,12 +157,14 @@ begin
                'createdAt', regina._ts_us(m.created_at), 'partitionId', i_p.uuid,
                'partition', i_p.name, 'queue', i_q.name, 'leaseId', i_lease,
                'consumerGroup', i_c.consumer_group,
-               'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end) as message) o;
+               'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end) as message) o
+    where m.visible;
 end
 $$;
 
 -- Settles the messages at the head whose ttl has passed (they form a prefix: createdAt never
--- decreases along a partition). Returns the cursor moved past them.
+-- decreases along a partition). Requeued deliveries never expire; those of other groups are not
+-- this group's messages. Returns the cursor moved past them.
 create or replace function regina._expire_head(i_c regina.cursors, i_q regina.queues,
                                                i_now timestamptz)
 returns regina.cursors
@@ -168,11 +177,13 @@ begin
         return v_c;
     end if;
     select coalesce(
-               min(m.seq) filter (where m.created_at > i_now - i_q.ttl_seconds * interval '1 second'),
+               min(m.seq) filter (where m.created_at > i_now - i_q.ttl_seconds * interval '1 second'
+                                        or m.for_group is not null),
                max(m.seq) + 1)
     into v_keep
     from regina.messages m
-    where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq;
+    where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq
+      and (m.for_group is null or m.for_group = v_c.consumer_group);
     if v_keep > v_c.next_seq then
         v_c.next_seq := v_keep;
         v_c.marks := regina._marks_from(v_c.marks, v_keep);
@@ -224,6 +235,7 @@ begin
         select m.created_at + i_q.delayed_processing_seconds * interval '1 second' into v_wake
         from regina.messages m
         where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq and m.seq <> all (v_c.marks)
+          and (m.for_group is null or m.for_group = i_group)
         order by m.seq limit 1;
         if v_wake is null and v_c.next_seq < i_p.next_seq then
             -- Offsets below i_p.next_seq were committed when it was read, and none is left:
@@ -239,7 +251,7 @@ begin
 
     v_c.last_claim_at := i_now;
     if i_auto then
-        v_c.next_seq := regina._advance(v_c.partition_id, v_read.o_last + 1, v_c.marks);
+        v_c.next_seq := regina._advance(v_c.partition_id, v_read.o_last + 1, v_c.marks, i_group);
         v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
         v_c.head_attempts := 0;
         v_c.head_error := null;

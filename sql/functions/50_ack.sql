@@ -3,7 +3,9 @@
 -- deadlock) and its items are applied in offset order against the state the previous one left.
 -- The lease check and the change happen under that lock: no check-then-act window.
 
--- Resolves the items of one ack call: message, partition, queue and consumer group (§4.5).
+-- Resolves the items of one ack call: message, partition, queue and consumer group (§4.5). The
+-- message is the group's requeued delivery of the transactionId when there is one (§4.6), else
+-- the ordinary message.
 create or replace function regina._ack_items(i_acks jsonb)
 returns setof regina.ack_item
 language sql stable as $$
@@ -14,7 +16,14 @@ language sql stable as $$
            nullif(t.e ->> 'leaseId', ''),
            regina._uuid_or_null(t.e ->> 'leaseId'),
            left(nullif(t.e ->> 'error', ''), 4096),
-           p.id, p.name, q.id, q.name, m.seq,
+           p.id, p.name, q.id, q.name,
+           coalesce((select r.seq from regina.messages r
+                     where r.partition_id = p.id and r.for_group = coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__')
+                       and r.transaction_id = t.e ->> 'transactionId'
+                     order by r.seq desc limit 1),
+                    (select m.seq from regina.messages m
+                     where m.partition_id = p.id and m.transaction_id = t.e ->> 'transactionId'
+                       and m.for_group is null)),
            coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__'),
            g.explicit is not null and g.of_lease is not null and g.explicit <> g.of_lease
                and not exists (select 1 from regina.cursors c
@@ -23,7 +32,6 @@ language sql stable as $$
     from jsonb_array_elements(i_acks) with ordinality t(e, ord)
     left join regina.partitions p on p.uuid = regina._uuid_or_null(t.e ->> 'partitionId')
     left join regina.queues q on q.id = p.queue_id
-    left join regina.messages m on m.partition_id = p.id and m.transaction_id = t.e ->> 'transactionId'
     cross join lateral (
         select nullif(t.e ->> 'consumerGroup', '') as explicit,
                regina._uuid_or_null(t.e ->> 'leaseId') as lease,
@@ -71,7 +79,8 @@ begin
     else
         v_c.lease_marks := v_c.lease_marks || i_seq;
     end if;
-    v_c.next_seq := regina._advance(v_c.partition_id, v_c.next_seq, v_c.marks || v_c.lease_marks);
+    v_c.next_seq := regina._advance(v_c.partition_id, v_c.next_seq, v_c.marks || v_c.lease_marks,
+                                   v_c.consumer_group);
     if v_c.next_seq > i_seq then    -- i_seq was the head: its failed attempts are history
         v_c.head_attempts := 0;
         v_c.head_error := null;
@@ -119,7 +128,8 @@ begin
     elsif i_item.status = 'dlq' then
         o_dlq := regina._dead_letter(io_c, i_q, i_item.seq,
                      case when regina._head_seq(io_c.partition_id, io_c.next_seq,
-                                                io_c.marks || io_c.lease_marks) = i_item.seq
+                                                io_c.marks || io_c.lease_marks,
+                                                io_c.consumer_group) = i_item.seq
                           then io_c.head_attempts else 0 end,
                      i_item.error, i_now);
         io_c := regina._ack_settle(io_c, i_item.seq, true, i_now);
@@ -155,7 +165,15 @@ begin
                   order by a.partition_id nulls first, a.consumer_group, a.seq, a.idx
     loop
         if v_item.seq is null then
-            v_results[v_item.idx + 1] := regina._ack_result(v_item, 'message_not_found', false, false);
+            -- A lease that is not active fails the ack whatever it names: a queue clear or delete
+            -- removes the messages of the leases it ends, and their acks answer lease_expired.
+            v_results[v_item.idx + 1] := regina._ack_result(v_item,
+                case when v_item.lease_text is not null and not exists (
+                         select 1 from regina.cursors c
+                         where c.lease_id = v_item.lease_id and c.lease_active
+                           and c.lease_expires_at > v_now)
+                     then 'lease_expired' else 'message_not_found' end,
+                false, false);
             continue;
         elsif v_item.group_mismatch then
             v_results[v_item.idx + 1] := regina._ack_result(v_item, 'group_mismatch', false, false);

@@ -18,10 +18,12 @@ declare
 begin
     o_offset_lag := 0;
     if i_c.partition_id is not null then
-        v_head := regina._head_seq(i_p.id, i_c.next_seq, i_c.marks || i_c.lease_marks);
+        v_head := regina._head_seq(i_p.id, i_c.next_seq, i_c.marks || i_c.lease_marks,
+                                   i_c.consumer_group);
         v_settled := (select count(*) from unnest(i_c.marks || i_c.lease_marks) x where x > v_head);
     else
-        v_head := regina._head_seq(i_p.id, regina._start_seq(i_p.id, i_start_at), '{}');
+        -- No cursor, so no requeued delivery for the group: ordinary messages only.
+        v_head := regina._head_seq(i_p.id, regina._start_seq(i_p.id, i_start_at), '{}', null);
     end if;
     if v_head is null then
         return;

@@ -1,13 +1,26 @@
 -- Queue depth and push admission: maxSize (spec §4.13) and the refusal of plaintext for queues
 -- that encrypt (ADR 0006). regina.push calls these only for items of capped or encrypting queues.
 
--- The groups known to a queue: those with a subscription or a cursor there.
+-- The groups known to a queue: its subscriptions and the groups holding a cursor on one of its
+-- partitions. The cursor groups are read by skipping through the (queue, group) index, one probe
+-- per group, however many partitions the queue has.
 create or replace function regina._queue_groups(i_queue_id bigint) returns text[]
 language plpgsql stable as $$
+declare
+    v_groups text[] := array(select s.consumer_group from regina.subscriptions s
+                             where s.queue_id = i_queue_id);
+    v_group text;
 begin
-    return array(select s.consumer_group from regina.subscriptions s where s.queue_id = i_queue_id
-                 union
-                 select distinct c.consumer_group from regina.cursors c where c.queue_id = i_queue_id);
+    loop
+        select c.consumer_group into v_group from regina.cursors c
+        where c.queue_id = i_queue_id and (v_group is null or c.consumer_group > v_group)
+        order by c.consumer_group limit 1;
+        exit when not found;
+        if not v_group = any (v_groups) then
+            v_groups := v_groups || v_group;
+        end if;
+    end loop;
+    return v_groups;
 end
 $$;
 

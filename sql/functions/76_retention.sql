@@ -56,7 +56,8 @@ begin
     for v_c in select * from regina.cursors c
                where c.partition_id = i_p.id and not c.lease_active
     loop
-        v_head := coalesce(regina._head_seq(i_p.id, v_c.next_seq, v_c.marks), i_p.next_seq);
+        v_head := coalesce(regina._head_seq(i_p.id, v_c.next_seq, v_c.marks, v_c.consumer_group),
+                           i_p.next_seq);
         continue when v_head = v_c.next_seq;
         v_c.next_seq := v_head;
         v_c.marks := regina._marks_from(v_c.marks, v_head);

@@ -3,7 +3,7 @@
  */
 
 import { describe, expect, it } from "vitest";
-import type { Message } from "../src/index.js";
+import { ReginaError, type Message, type PushResult } from "../src/index.js";
 import { client, delay, uniqueName } from "./helpers.js";
 
 describe("push", () => {
@@ -21,6 +21,20 @@ describe("push", () => {
 
     const again = await queue.push({ payload: "ignored", transactionId: "fixed" });
     expect(again).toMatchObject([{ status: "duplicate", transactionId: "fixed", messageId: results[1]?.messageId }]);
+  });
+
+  it("a push over maxSize is a queue_full error that tells what was stored", async () => {
+    const queue = client().queue(uniqueName("full"));
+    await queue.config({ maxSize: 1 }).create();
+    const error = await queue.push([{ payload: 1 }, { payload: 2 }]).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(ReginaError);
+    expect(error).toMatchObject({ code: "queue_full", status: 429 });
+    const results = (error as ReginaError).results as PushResult[];
+    expect(results.map((result) => [result.status, result.code])).toEqual([
+      ["queued", undefined],
+      ["failed", "queue_full"],
+    ]);
+    expect((await queue.batch(10).pop()).map((message) => message.data)).toEqual([1]);
   });
 
   it("an invalid item is a validation_failed error naming the field and index", async () => {

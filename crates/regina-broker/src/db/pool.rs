@@ -195,6 +195,22 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Runs a statement that is not prepared ahead: for rare calls (administration), which are
+    /// not worth a place in every session's statement cache.
+    pub(crate) async fn query_unprepared(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, DbError> {
+        let _busy = Counted::new(&self.in_flight);
+        self.client
+            .query(sql, params)
+            .await
+            .map_err(|e| classify(&e))
+    }
+}
+
 struct Slot {
     conn: Mutex<Option<Arc<Conn>>>,
     /// Serialises connect attempts of this slot, so a failure is not retried by every caller.
@@ -273,6 +289,19 @@ impl Db {
     ) -> Result<Vec<Row>, DbError> {
         let conn = self.conn().await?;
         conn.query(stmt, params).await
+    }
+
+    /// Runs a rare statement (not prepared ahead) on the next healthy connection.
+    ///
+    /// # Errors
+    /// [`DbError`] as classified from the failure.
+    pub(crate) async fn query_unprepared(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, DbError> {
+        let conn = self.conn().await?;
+        conn.query_unprepared(sql, params).await
     }
 
     /// A healthy connection, reconnecting one if none is, within `DB_CONNECTION_TIMEOUT`: the

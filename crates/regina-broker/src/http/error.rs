@@ -13,6 +13,9 @@ use crate::failover::PushError;
 pub(crate) struct ApiError {
     #[serde(skip)]
     status: StatusCode,
+    /// `false` on endpoints whose success body carries `success` (spec §1.3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    success: Option<bool>,
     error: String,
     code: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -32,6 +35,7 @@ impl ApiError {
     pub(crate) fn new(status: StatusCode, code: &'static str, error: impl Into<String>) -> Self {
         ApiError {
             status,
+            success: None,
             error: error.into(),
             code,
             field: None,
@@ -52,6 +56,12 @@ impl ApiError {
     /// Names the offending field (`items[3].traceId`).
     pub(crate) fn field(mut self, field: impl Into<String>) -> Self {
         self.field = Some(field.into());
+        self
+    }
+
+    /// Adds `success: false`, for endpoints whose success body has `success: true`.
+    pub(crate) fn unsuccessful(mut self) -> Self {
+        self.success = Some(false);
         self
     }
 

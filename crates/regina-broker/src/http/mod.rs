@@ -11,12 +11,14 @@ pub(crate) mod error;
 mod health;
 mod lease;
 mod maintenance;
+mod messages;
 pub(crate) mod metrics;
 mod names;
 mod pop;
 mod push;
 mod push_items;
 mod query;
+mod resources;
 mod streams;
 mod timestamp;
 mod transaction;
@@ -53,6 +55,8 @@ pub fn app(state: AppState) -> Router {
         .merge(consumer_groups::routes())
         .merge(maintenance::routes())
         .merge(buffers::routes())
+        .merge(resources::routes())
+        .merge(messages::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

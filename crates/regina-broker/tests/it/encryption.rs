@@ -337,3 +337,37 @@ async fn transaction_pushes_to_an_encrypting_queue_without_a_key_answer_503() {
     r.assert_error(503, "encryption_unavailable");
     assert!(stored(&a, "tx-locked").await.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_detail_and_requeue_read_sealed_payloads_in_the_clear() {
+    let (b, api) = keyed().await;
+    api.configure("r", json!({"encryptionEnabled": true, "retryLimit": 0}))
+        .await;
+    api.push(json!([item("r", "x", r#"{"pin":"1234"}"#)])).await;
+    let pop = api.pop("r", "").await;
+    let message = pop.messages()[0].clone();
+    let pid = message["partitionId"].as_str().unwrap().to_owned();
+    let detail = api.get(&format!("/api/v1/messages/{pid}/x")).await;
+    assert_eq!(detail.status, 200, "{detail:?}");
+    assert_eq!(detail.body["payload"], json!({"pin": "1234"}));
+    assert_eq!(detail.body["isEncrypted"], true);
+    assert!(detail.body.get("payloadKeyId").is_none());
+    api.ack_msg(&message, "failed").await;
+    let requeue = api
+        .post(&format!("/api/v1/messages/{pid}/x/retry"), &json!({}))
+        .await;
+    assert_eq!(requeue.status, 200, "{requeue:?}");
+    let again = api.pop("r", "").await;
+    assert_eq!(again.data(), vec![json!({"pin": "1234"})]);
+    let stored: i64 = b
+        .db()
+        .await
+        .query_one(
+            "select count(*) from regina.messages where payload::text like '%1234%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(stored, 0, "no plaintext at rest after the requeue");
+}

@@ -1,0 +1,174 @@
+-- Derived statuses and counts (spec §4.16), computed from the base tables: where each known group
+-- stands on a partition, the status of one message per group, and the six counts of partitions.
+--
+-- A group is known to a partition when it is subscribed to the partition's queue or holds a
+-- cursor on the partition. A message is settled for a group when it lies below the group's head
+-- or among its settled marks (kept marks and the completions of a live lease). A known group
+-- without a cursor stands where its cursor would start (§4.10): messages older than its
+-- subscription start are settled for it. A requeued delivery stands in for its message in the
+-- group it is meant for.
+
+-- Where each known group stands on each partition of i_partition_ids.
+create or replace function regina._partition_groups(i_partition_ids bigint[], i_now timestamptz)
+returns table (partition_id bigint, consumer_group text, has_cursor boolean, head bigint,
+               marks bigint[], lease_live boolean, lease_expires_at timestamptz,
+               lease_end_seq bigint, head_attempts integer, head_error text)
+language sql stable as $$
+    select p.id, k.consumer_group, c.partition_id is not null,
+           case when c.partition_id is not null then c.next_seq
+                when k.start_at is null then 0
+                when p.last_created_at is null or k.start_at > p.last_created_at then p.next_seq
+                else regina._start_seq(p.id, k.start_at) end,
+           coalesce(c.marks || c.lease_marks, '{}'),
+           coalesce(c.lease_active and c.lease_expires_at > i_now, false),
+           c.lease_expires_at, c.lease_end_seq, coalesce(c.head_attempts, 0), c.head_error
+    from regina.partitions p
+    cross join lateral (
+        select s.consumer_group, s.start_at from regina.subscriptions s where s.queue_id = p.queue_id
+        union all
+        select o.consumer_group, null from regina.cursors o
+        where o.partition_id = p.id
+          and not exists (select 1 from regina.subscriptions s
+                          where s.queue_id = p.queue_id and s.consumer_group = o.consumer_group)
+    ) k
+    left join regina.cursors c on c.partition_id = p.id and c.consumer_group = k.consumer_group
+    where p.id = any (i_partition_ids)
+$$;
+
+-- The status of message i_m for every known group of its partition and every group holding a
+-- dead letter of it: dead_letter, completed, processing or pending (§4.16), with the attempts
+-- charged to it while it is a group's head, the lease it is inside and the dead letter.
+create or replace function regina._message_groups(i_m regina.messages, i_now timestamptz)
+returns table (consumer_group text, known boolean, status text, retry_count integer,
+               lease_expires_at timestamptz, error_message text, failed_at timestamptz)
+language sql stable as $$
+    select k.consumer_group, k.head is not null,
+           case when d.id is not null then 'dead_letter'
+                when k.head is null then 'pending'
+                when x.seq < k.head or x.seq = any (k.marks) then 'completed'
+                when k.lease_live and x.seq <= k.lease_end_seq then 'processing'
+                else 'pending' end,
+           case when d.id is not null then d.retry_count
+                when k.head_attempts > 0 and x.seq >= k.head and x.seq = regina._head_seq(
+                         i_m.partition_id, k.head, k.marks, k.consumer_group) then k.head_attempts
+                else 0 end,
+           case when d.id is null and k.lease_live and x.seq >= k.head and x.seq <= k.lease_end_seq
+                     and x.seq <> all (k.marks) then k.lease_expires_at end,
+           coalesce(d.error_message, case when k.head_attempts > 0 and x.seq >= k.head
+                                               and x.seq = regina._head_seq(i_m.partition_id, k.head,
+                                                              k.marks, k.consumer_group)
+                                          then k.head_error end),
+           d.failed_at
+    from (select g.consumer_group, g.head, g.marks, g.lease_live, g.lease_expires_at,
+                 g.lease_end_seq, g.head_attempts, g.head_error
+          from regina._partition_groups(array[i_m.partition_id], i_now) g
+          union all
+          select l.consumer_group, null, null, false, null, null, 0, null
+          from regina.dead_letters l
+          where l.message_id = i_m.id
+            and not exists (select 1 from regina._partition_groups(array[i_m.partition_id], i_now) g
+                            where g.consumer_group = l.consumer_group)) k
+    cross join lateral (  -- the group's delivery: its requeued one, if any, else the message
+        select coalesce((select r.seq from regina.messages r
+                         where r.partition_id = i_m.partition_id and r.for_group = k.consumer_group
+                           and r.transaction_id = i_m.transaction_id
+                         order by r.seq desc limit 1), i_m.seq) as seq) x
+    left join regina.dead_letters d on d.message_id = i_m.id and d.consumer_group = k.consumer_group
+$$;
+
+-- One message's statuses for lists: `status` for group i_group (or, without one, derived over
+-- every group: dead_letter if any group dead-lettered it, else queue mode's status when queue
+-- mode is known, else completed when every known group settled it, processing when it is inside
+-- some lease, otherwise pending), `queueStatus`, `busStatus` and the lease it is inside.
+create or replace function regina._message_summary(i_m regina.messages, i_group text,
+                                                   i_now timestamptz)
+returns jsonb
+language plpgsql stable as $$
+declare
+    v jsonb;
+begin
+    select jsonb_build_object(
+               'status', case
+                   when i_group is not null then
+                       coalesce(max(g.status) filter (where g.consumer_group = i_group), 'pending')
+                   when bool_or(g.status = 'dead_letter') then 'dead_letter'
+                   when bool_or(g.consumer_group = '__QUEUE_MODE__' and g.known) then
+                       max(g.status) filter (where g.consumer_group = '__QUEUE_MODE__')
+                   when count(*) filter (where g.known) = 0 then 'pending'
+                   when bool_and(g.status = 'completed') filter (where g.known) then 'completed'
+                   when bool_or(g.status = 'processing') then 'processing'
+                   else 'pending' end,
+               'queueStatus', max(g.status) filter (where g.consumer_group = '__QUEUE_MODE__' and g.known),
+               'busStatus', jsonb_build_object(
+                   'consumedBy', count(*) filter (where g.known and g.consumer_group <> '__QUEUE_MODE__'
+                                                  and g.status in ('completed', 'dead_letter')),
+                   'totalGroups', count(*) filter (where g.known and g.consumer_group <> '__QUEUE_MODE__')),
+               'leaseExpiresAt', regina._ts(case
+                   when i_group is not null then max(g.lease_expires_at) filter (where g.consumer_group = i_group)
+                   else min(g.lease_expires_at) end))
+    into v
+    from regina._message_groups(i_m, i_now) g;
+    return v;
+end
+$$;
+
+-- The counts of §4.16 for each partition of i_partition_ids: `total` stored messages,
+-- `completed` those settled by every known group, `processing` those inside some live lease,
+-- `pending` the rest, `failed` heads carrying failed attempts, `dead_letter` live DLQ entries.
+-- Everything below the lowest head of a partition is settled by all its groups, so one pass over
+-- its primary key counts both the total and that prefix; only settled marks above it are looked
+-- at one by one, and only lease ranges are read for `processing`.
+create or replace function regina._partition_counts(i_partition_ids bigint[], i_now timestamptz)
+returns table (partition_id bigint, total bigint, pending bigint, processing bigint,
+               completed bigint, failed bigint, dead_letter bigint)
+language sql stable as $$
+    with g as (select * from regina._partition_groups(i_partition_ids, i_now)),
+    low as (select g.partition_id, min(g.head) as seq, count(*) filter (where g.head_attempts > 0
+                                                                        and g.has_cursor) as failed
+            from g group by g.partition_id),
+    requeued as (select r.partition_id, r.seq, r.transaction_id, r.for_group from regina.messages r
+                 where r.partition_id = any (i_partition_ids) and r.for_group is not null),
+    marked as (   -- ordinary messages above the lowest head settled by every group
+        select distinct g.partition_id, x.seq
+        from g join low on low.partition_id = g.partition_id
+        cross join unnest(g.marks) x(seq)
+        where x.seq >= low.seq
+          and not exists (select 1 from g o where o.partition_id = g.partition_id
+                                              and not (x.seq < o.head or x.seq = any (o.marks)))
+          and exists (select 1 from regina.messages m where m.partition_id = g.partition_id
+                                                        and m.seq = x.seq and m.for_group is null)),
+    reopened as ( -- settled messages whose requeued delivery a group has not settled yet
+        select distinct r.partition_id, o.seq
+        from requeued r
+        join g on g.partition_id = r.partition_id and g.consumer_group = r.for_group
+        join low on low.partition_id = r.partition_id
+        join regina.messages o on o.partition_id = r.partition_id
+                              and o.transaction_id = r.transaction_id and o.for_group is null
+        where not (r.seq < g.head or r.seq = any (g.marks))
+          and (o.seq < low.seq or exists (select 1 from marked k where k.partition_id = o.partition_id
+                                                                     and k.seq = o.seq))),
+    leased as (   -- messages inside a live lease, by transactionId (a requeued delivery is its message)
+        select g.partition_id, count(distinct m.transaction_id) as n
+        from g join regina.messages m
+          on m.partition_id = g.partition_id and m.seq >= g.head and m.seq <= g.lease_end_seq
+         and m.seq <> all (g.marks) and (m.for_group is null or m.for_group = g.consumer_group)
+        where g.lease_live
+        group by g.partition_id),
+    counted as (
+        select p.id,
+               n.all_rows - (select count(*) from requeued r where r.partition_id = p.id) as total,
+               case when low.seq is null then 0 else
+                   n.below - (select count(*) from requeued r where r.partition_id = p.id and r.seq < low.seq)
+                   + (select count(*) from marked k where k.partition_id = p.id)
+                   - (select count(*) from reopened o where o.partition_id = p.id) end as completed,
+               coalesce((select l.n from leased l where l.partition_id = p.id), 0) as processing,
+               coalesce(low.failed, 0) as failed,
+               (select count(*) from regina.dead_letters d where d.partition_id = p.id) as dead_letter
+        from unnest(i_partition_ids) p(id)
+        left join low on low.partition_id = p.id
+        cross join lateral (select count(*) as all_rows, count(*) filter (where m.seq < low.seq) as below
+                            from regina.messages m where m.partition_id = p.id) n)
+    select c.id, c.total, greatest(c.total - c.completed - c.processing, 0), c.processing,
+           c.completed, c.failed, c.dead_letter
+    from counted c
+$$;

@@ -1,0 +1,72 @@
+-- Queue delete and clear (spec §3.8). Both lock the queue row, then its partitions in id order
+-- (as pushes do: pushes in flight finish first, later ones wait), then its cursors in (partition,
+-- group) order (as acks do), so they cannot deadlock with either.
+
+-- DELETE /api/v1/resources/queues/:queue: the queue with its partitions, messages, cursors (so
+-- active leases end), subscriptions, ready rows and dead letters. Idempotent: `existed` says
+-- whether there was anything to delete. A push that was waiting for one of the partitions finds
+-- it gone and creates the queue anew (regina.push).
+create or replace function regina.queue_delete(i_queue text) returns json
+language plpgsql as $$
+declare
+    v_q regina.queues;
+begin
+    select * into v_q from regina.queues q where q.name = i_queue for update;
+    if not found then
+        return json_build_object('deleted', true, 'queue', i_queue, 'existed', false);
+    end if;
+    perform 1 from regina.partitions p where p.queue_id = v_q.id order by p.id for update;
+    perform 1 from regina.cursors c where c.queue_id = v_q.id
+    order by c.partition_id, c.consumer_group for update;
+    delete from regina.messages m using regina.partitions p
+    where p.queue_id = v_q.id and m.partition_id = p.id;
+    delete from regina.dead_letters d where d.queue_id = v_q.id;
+    delete from regina.ready r where r.queue_id = v_q.id;
+    delete from regina.cursors c where c.queue_id = v_q.id;
+    delete from regina.queues q where q.id = v_q.id;   -- partitions and subscriptions cascade
+    return json_build_object('deleted', true, 'queue', v_q.name, 'existed', true);
+end
+$$;
+
+-- DELETE /api/v1/queues/:queue/clear: deletes every message and dead letter of the queue, moves
+-- every cursor to the end of its partition and ends its lease (the lease id stays, so acks under
+-- it answer lease_expired), and drops the queue's ready rows: nothing is left to claim. The
+-- configuration, partitions, subscriptions and groups stay. Returns null for an unknown queue;
+-- otherwise the response body and the groups whose leases ended (their waiters should retry).
+create or replace function regina.queue_clear(i_queue text)
+returns table (result json, wake_groups text[])
+language plpgsql as $$
+declare
+    v_q regina.queues;
+    v_messages bigint;
+    v_dead bigint;
+begin
+    -- `no key update`: pushes creating a partition of this queue go on (their messages come
+    -- after the clear); a concurrent delete or clear of the queue waits.
+    select * into v_q from regina.queues q where q.name = i_queue for no key update;
+    if not found then
+        return;
+    end if;
+    perform 1 from regina.partitions p where p.queue_id = v_q.id order by p.id for update;
+    perform 1 from regina.cursors c where c.queue_id = v_q.id
+    order by c.partition_id, c.consumer_group for update;
+    wake_groups := array(select distinct c.consumer_group from regina.cursors c
+                         where c.queue_id = v_q.id and c.lease_active order by 1);
+    delete from regina.messages m using regina.partitions p
+    where p.queue_id = v_q.id and m.partition_id = p.id;
+    get diagnostics v_messages = row_count;
+    delete from regina.dead_letters d where d.queue_id = v_q.id;
+    get diagnostics v_dead = row_count;
+    update regina.cursors c
+    set next_seq = p.next_seq, marks = '{}', lease_marks = '{}', head_attempts = 0,
+        head_error = null, retry_after = null, lease_active = false
+    from regina.partitions p
+    where c.queue_id = v_q.id and p.id = c.partition_id;
+    -- Every group's head is at its partition's end and no message is left, under the partitions'
+    -- row locks: the ready rows may go (migrations/0002_ready.sql).
+    delete from regina.ready r where r.queue_id = v_q.id;
+    result := json_build_object('success', true, 'cleared', true, 'queue', v_q.name,
+                                'deletedMessages', v_messages, 'deletedDlq', v_dead);
+    return next;
+end
+$$;
