@@ -80,6 +80,18 @@ describe("messages and DLQ", () => {
 });
 
 describe("consumer groups", () => {
+  it("seeks a group on one partition only", async () => {
+    const regina = client();
+    const name = uniqueName("admin-partition-seek");
+    const queue = regina.queue(name);
+    await queue.partition("a").push([{ payload: "a1" }]);
+    await queue.partition("b").push([{ payload: "b1" }]);
+    const seek = await regina.admin.seekPartition("g", name, "a");
+    expect(seek).toMatchObject({ success: true, consumerGroup: "g", queueName: name, partitionName: "a" });
+    const messages = await queue.group("g").batch(10).partitions(2).autoAck().pop();
+    expect(messages.map((message) => message.data)).toEqual(["b1"]);
+  });
+
   it("lists a group, seeks it and deletes it", async () => {
     const regina = client();
     const name = uniqueName("admin-groups");
