@@ -70,6 +70,9 @@ impl AppState {
             waiters.clone(),
             failover.clone(),
         );
+        if !services.listening(config.db_connection_timeout()).await {
+            tracing::warn!("serving before the LISTEN session is up: wake-ups from other instances may wait for the safety re-check");
+        }
         let started = Instant::now();
         let shared = Shared {
             worker_id: config.worker_id(),

@@ -16,11 +16,13 @@ pub(super) async fn run(
     db: Db,
     waiters: Arc<Waiters>,
     failover: Arc<Failover>,
+    listening: watch::Sender<bool>,
     mut stopped: watch::Receiver<bool>,
 ) {
     while !*stopped.borrow() {
         match settings.listen().await {
             Ok((_client, mut notices)) => loop {
+                listening.send_replace(true);
                 tokio::select! {
                     notice = notices.recv() => match notice {
                         Some(Notice::Push(notice)) if !db.owns_backend(notice.sender_pid) => {
@@ -41,6 +43,7 @@ pub(super) async fn run(
             },
             Err(error) => tracing::debug!(%error, "push listener cannot connect"),
         }
+        listening.send_replace(false);
         if stop_requested(&mut stopped, RECONNECT_DELAY).await {
             return;
         }

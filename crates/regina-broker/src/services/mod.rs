@@ -26,6 +26,8 @@ const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 pub(crate) struct Services {
     stop: watch::Sender<bool>,
     tasks: Vec<JoinHandle<()>>,
+    /// True while the listener's LISTEN session is up.
+    listening: watch::Receiver<bool>,
 }
 
 impl Services {
@@ -41,6 +43,7 @@ impl Services {
     ) -> Services {
         let (stop, stopped) = watch::channel(false);
         let (leading, leader) = watch::channel(false);
+        let (listen_up, listening) = watch::channel(false);
         let tasks = vec![
             tokio::spawn(leader::run(
                 settings.clone(),
@@ -55,9 +58,25 @@ impl Services {
                 leader,
                 stopped.clone(),
             )),
-            tokio::spawn(listener::run(settings, db, waiters, failover, stopped)),
+            tokio::spawn(listener::run(
+                settings, db, waiters, failover, listen_up, stopped,
+            )),
         ];
-        Services { stop, tasks }
+        Services {
+            stop,
+            tasks,
+            listening,
+        }
+    }
+
+    /// Waits up to `within` for the LISTEN session, so that an instance that starts serving
+    /// already hears the pushes other instances commit (spec §4.9); false on timeout (the
+    /// listener keeps trying, and parked pops fall back on their safety re-check meanwhile).
+    pub(crate) async fn listening(&self, within: Duration) -> bool {
+        let mut listening = self.listening.clone();
+        tokio::time::timeout(within, listening.wait_for(|up| *up))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// Stops the services; leadership ends with its session.
