@@ -12,7 +12,7 @@ fn run(broker: &TestBroker, out: &Path, args: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_regina-bench"))
         .arg("run")
         .args(args)
-        .args(["--duration", "2", "--warmup", "1", "--drain", "20", "--url"])
+        .args(["--duration", "2", "--warmup", "1", "--drain", "60", "--url"])
         .arg(broker.url(""))
         .arg("--database-url")
         .arg(&broker.database_url)
