@@ -125,7 +125,7 @@ pub(crate) async fn record(
             "delete from regina.job_runs r
              where r.job = $1
                and r.id < (select k.id from regina.job_runs k where k.job = $1
-                           order by k.id desc offset $2 - 1 limit 1)",
+                           order by k.id desc offset $2::bigint - 1 limit 1)",
             &[&job.name(), &KEPT],
         )
         .await
