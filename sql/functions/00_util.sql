@@ -141,3 +141,15 @@ begin
     perform regina._ready_sync(i_c, i_now, i_wake);
 end
 $$;
+
+-- Whether a token's queue scopes (spec §1.6) allow queue i_queue: null scopes allow every queue;
+-- otherwise the name equals an entry, or starts with the text of an entry ending in `*` before
+-- that `*`. Listings take the scopes as an optional `scopes` array of their query and leave out
+-- the queues this refuses.
+create or replace function regina._queue_in_scopes(i_queue text, i_scopes text[]) returns boolean
+language sql immutable parallel safe as $$
+    select i_scopes is null
+        or exists (select 1 from unnest(i_scopes) s
+                   where s = i_queue
+                      or (right(s, 1) = '*' and starts_with(i_queue, left(s, -1))))
+$$;

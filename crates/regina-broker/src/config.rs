@@ -107,6 +107,12 @@ pub mod defaults {
     pub const EVICTION_BATCH_SIZE: u32 = 1_000;
     /// `PARTITION_CLEANUP_DAYS`, days (0 disables).
     pub const PARTITION_CLEANUP_DAYS: u32 = 30;
+    /// `STATS_INTERVAL_MS`, milliseconds.
+    pub const STATS_INTERVAL_MS: u64 = 10_000;
+    /// `METRICS_RETENTION_DAYS`, days.
+    pub const METRICS_RETENTION_DAYS: u32 = 90;
+    /// `METRICS_QUEUE_LABELS_MAX`, distinct queue names.
+    pub const METRICS_QUEUE_LABELS_MAX: usize = 1_000;
 }
 
 /// A secret setting: kept out of `Debug` output and logs.
@@ -393,6 +399,21 @@ pub struct Config {
     #[arg(long, env = "PARTITION_CLEANUP_DAYS", default_value_t = defaults::PARTITION_CLEANUP_DAYS,
           value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub partition_cleanup_days: u32,
+    /// Period of the leader's refresh of the dashboard stats, and of each instance's write of
+    /// its metrics history, milliseconds. Default 10 000.
+    #[arg(long, env = "STATS_INTERVAL_MS", default_value_t = defaults::STATS_INTERVAL_MS,
+          value_parser = clap::value_parser!(u64).range(100..))]
+    pub stats_interval_ms: u64,
+    /// Stats and metrics history older than this is deleted by the leader, days. Default 90.
+    #[arg(long, env = "METRICS_RETENTION_DAYS", default_value_t = defaults::METRICS_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(1..=36_500))]
+    pub metrics_retention_days: u32,
+    /// Distinct `queue` label values of this instance's metrics (Prometheus output and metrics
+    /// history); later queues are counted under `_other`. Default 1 000.
+    #[arg(long, env = "METRICS_QUEUE_LABELS_MAX",
+          default_value_t = defaults::METRICS_QUEUE_LABELS_MAX,
+          value_parser = parse_positive_usize)]
+    pub metrics_queue_labels_max: usize,
     /// AES-256 key of encrypted payloads: 64 hex characters. Default: none (queues cannot
     /// encrypt; encrypted payloads cannot be read).
     #[arg(long, env = "REGINA_ENCRYPTION_KEY", hide_env_values = true, value_parser = parse_secret)]
@@ -463,6 +484,9 @@ impl Default for Config {
             eviction_interval_ms: d::EVICTION_INTERVAL_MS,
             eviction_batch_size: d::EVICTION_BATCH_SIZE,
             partition_cleanup_days: d::PARTITION_CLEANUP_DAYS,
+            stats_interval_ms: d::STATS_INTERVAL_MS,
+            metrics_retention_days: d::METRICS_RETENTION_DAYS,
+            metrics_queue_labels_max: d::METRICS_QUEUE_LABELS_MAX,
             regina_encryption_key: None,
             queen_encryption_key: None,
         }
@@ -620,6 +644,9 @@ mod tests {
         assert_eq!(config.file_buffer_max_batch, 1_000);
         assert_eq!(config.file_buffer_events_per_file, 10_000);
         assert_eq!(config.file_buffer_bytes_max, 1 << 30);
+        assert_eq!(config.stats_interval_ms, 10_000);
+        assert_eq!(config.metrics_retention_days, 90);
+        assert_eq!(config.metrics_queue_labels_max, 1_000);
         assert_eq!(
             config.database_url(),
             "postgres://postgres@localhost:5432/postgres"
