@@ -79,6 +79,10 @@ fn permits(role: Role, access: Access) -> bool {
 /// value when the prefix is absent (spec §1.2).
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    // `Bearer ` with nothing after it (the header value lost its trailing space).
+    if value.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
     let token = match value.get(..7) {
         Some(prefix) if prefix.eq_ignore_ascii_case("bearer ") => value[7..].trim_start(),
         _ => value,
@@ -132,6 +136,25 @@ impl Auth {
         self.scopes().map(Scopes::entries)
     }
 
+    /// A listing's query JSON (an object) with the caller's scopes added as its `scopes` key,
+    /// so the listing leaves out forbidden queues; unchanged when the caller has no scopes.
+    /// Every listing that filters by queue passes its query through here.
+    pub(crate) fn scoped(&self, query: String) -> String {
+        let Some(entries) = self.scopes_value() else {
+            return query;
+        };
+        let Some(body) = query.trim_end().strip_suffix('}') else {
+            return query;
+        };
+        let separator = if body.trim_end().ends_with('{') {
+            ""
+        } else {
+            ","
+        };
+        let scopes = serde_json::to_string(entries).unwrap_or_else(|_| "[]".to_owned());
+        format!("{body}{separator}\"scopes\":{scopes}}}")
+    }
+
     /// Whether the caller may touch `queue`.
     pub(crate) fn allows(&self, queue: &str) -> bool {
         self.scopes().is_none_or(|s| s.allows(queue))
@@ -178,6 +201,32 @@ mod tests {
         assert_eq!(token("abc").as_deref(), Some("abc"));
         assert_eq!(token("Bearer ").as_deref(), None);
         assert_eq!(bearer(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn scoped_queries_carry_the_scopes_and_unscoped_ones_are_untouched() {
+        let caller = |scopes: Option<Vec<String>>| {
+            Auth(Some(Caller {
+                sub: None,
+                role: Role::Admin,
+                scopes: scopes.map(Scopes::new),
+            }))
+        };
+        let scoped = caller(Some(vec!["a".into(), "b*".into()]));
+        let value: serde_json::Value =
+            serde_json::from_str(&scoped.scoped(r#"{"limit":5}"#.to_owned())).expect("JSON");
+        assert_eq!(
+            value,
+            serde_json::json!({"limit": 5, "scopes": ["a", "b*"]})
+        );
+        let value: serde_json::Value =
+            serde_json::from_str(&scoped.scoped("{}".to_owned())).expect("JSON");
+        assert_eq!(value, serde_json::json!({"scopes": ["a", "b*"]}));
+        assert_eq!(caller(None).scoped("{}".to_owned()), "{}");
+        assert_eq!(
+            Auth::default().scoped(r#"{"x":1}"#.to_owned()),
+            r#"{"x":1}"#
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod support;
 
 mod ack;
 mod ack_effects;
+mod auth;
 mod background_jobs;
 mod capacity;
 mod concurrency;
