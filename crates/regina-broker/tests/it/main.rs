@@ -9,6 +9,8 @@ mod support;
 mod ack;
 mod ack_effects;
 mod auth;
+mod auth_scopes;
+mod auth_tokens;
 mod background_jobs;
 mod capacity;
 mod concurrency;

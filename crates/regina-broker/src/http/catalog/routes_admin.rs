@@ -446,7 +446,7 @@ fn status() -> Vec<Route> {
             .summary("This instance's failover buffer")
             .ok(200, "Buffer state", buffers()),
     ];
-    let series: [(&'static str, &'static str, fn() -> Vec<Param>); 7] = [
+    let series: [Series; 7] = [
         (
             "/api/v1/analytics/system-metrics",
             "CPU, memory, pool and in-flight series per instance",
@@ -503,6 +503,9 @@ fn status() -> Vec<Route> {
     }
     routes
 }
+
+/// An analytics route: path, summary, and its parameters beside `from`/`to`.
+type Series = (&'static str, &'static str, fn() -> Vec<Param>);
 
 fn queue_filter() -> Vec<Param> {
     vec![param_name("queue", "Only this queue")]
