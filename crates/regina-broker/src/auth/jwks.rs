@@ -73,14 +73,16 @@ impl Jwks {
             .fetched_at
             .is_none_or(|at| at.elapsed() >= self.refresh_interval);
         if stale {
-            self.fetch_bounded().await;
+            // A failing key server is asked again at most once per minimum interval.
+            let gap = self.refetch_min_interval.min(self.refresh_interval);
+            self.fetch_unless_within(gap).await;
         }
         let found = self.find(kind, kid).await;
         if !found.is_empty() || kid.is_none() {
             return found;
         }
         // An unknown key id: the set may have been rotated since the last fetch.
-        if self.fetch_bounded().await {
+        if self.fetch_unless_within(self.refetch_min_interval).await {
             return self.find(kind, kid).await;
         }
         found
@@ -97,11 +99,16 @@ impl Jwks {
             .collect()
     }
 
-    /// Fetches the set unless a fetch started less than the minimum interval ago; whether the
-    /// cache was replaced.
-    pub(crate) async fn fetch_bounded(&self) -> bool {
+    /// Fetches the set now (at start).
+    pub(crate) async fn fetch_now(&self) -> bool {
+        self.fetch_unless_within(Duration::ZERO).await
+    }
+
+    /// Fetches the set unless a fetch started less than `gap` ago; whether the cache was
+    /// replaced.
+    async fn fetch_unless_within(&self, gap: Duration) -> bool {
         let mut last = self.last_attempt.lock().await;
-        if last.is_some_and(|at| at.elapsed() < self.refetch_min_interval) {
+        if last.is_some_and(|at| at.elapsed() < gap) {
             return false;
         }
         *last = Some(Instant::now());

@@ -75,7 +75,7 @@ impl Authenticator {
         }
         let authenticator = Authenticator::new(settings).map_err(Error::Config)?;
         if let Some(jwks) = &authenticator.jwks {
-            jwks.fetch_bounded().await;
+            jwks.fetch_now().await;
         }
         Ok(Some(authenticator))
     }

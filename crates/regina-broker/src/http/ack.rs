@@ -154,12 +154,15 @@ async fn forbidden_acks(
     if auth.scopes().is_none() {
         return Ok(None);
     }
-    let ids: Vec<String> = keys.iter().map(|k| k.partition_id.clone()).collect();
+    let ids: Vec<String> = keys
+        .iter()
+        .map(|k| canonical_partition(&k.partition_id))
+        .collect();
     let queues = shared.db.partition_queues(&ids).await?;
     // An unknown partition is left to the ack itself (message_not_found).
-    let forbidden: Vec<bool> = keys
+    let forbidden: Vec<bool> = ids
         .iter()
-        .map(|k| queues.get(&k.partition_id).is_some_and(|q| !auth.allows(q)))
+        .map(|id| queues.get(id).is_some_and(|q| !auth.allows(q)))
         .collect();
     Ok(forbidden.contains(&true).then_some(forbidden))
 }
@@ -201,8 +204,15 @@ struct SqlAckItem<'a> {
 /// What names the message of an ack.
 pub(super) struct AckKey {
     pub(super) transaction_id: String,
-    /// Canonical UUID text.
+    /// A UUID, as the client wrote it (see [`canonical_partition`]).
     pub(super) partition_id: String,
+}
+
+/// The canonical text of a validated partition id, as the database writes it.
+pub(super) fn canonical_partition(partition_id: &str) -> String {
+    uuid::Uuid::parse_str(partition_id)
+        .map(|u| u.hyphenated().to_string())
+        .unwrap_or_else(|_| partition_id.to_owned())
 }
 
 /// Validates one ack and writes it as a `regina.ack` element; the item's own group beats the
@@ -219,9 +229,9 @@ pub(super) fn write_item(
         "partitionId",
         "partitionId is required to ensure message uniqueness",
     )?;
-    let Ok(partition_uuid) = uuid::Uuid::parse_str(&partition_id) else {
+    if uuid::Uuid::parse_str(&partition_id).is_err() {
         return Err(item.error("partitionId", "partitionId must be a UUID"));
-    };
+    }
     let status = match item.opt_string("status")?.as_deref() {
         None | Some("completed") | Some("success") => "completed",
         Some("failed") => "failed",
@@ -250,7 +260,7 @@ pub(super) fn write_item(
     }));
     Ok(AckKey {
         transaction_id,
-        partition_id: partition_uuid.hyphenated().to_string(),
+        partition_id,
     })
 }
 

@@ -6,8 +6,9 @@
 //! normalised ([`template_key`]), so a route registered as `/x/{name}` matches a catalogue entry
 //! `/x/{queue}`.
 
-mod routes_admin;
 mod routes_core;
+mod routes_feeds;
+mod routes_resources;
 pub(crate) mod schemas;
 
 use std::collections::HashMap;
@@ -246,7 +247,8 @@ pub(crate) fn routes() -> &'static [Route] {
     static ROUTES: OnceLock<Vec<Route>> = OnceLock::new();
     ROUTES.get_or_init(|| {
         let mut all = routes_core::routes();
-        all.extend(routes_admin::routes());
+        all.extend(routes_resources::routes());
+        all.extend(routes_feeds::routes());
         all
     })
 }

@@ -34,8 +34,10 @@ async fn push(
     let prepared = push_items::prepare(&items, config.name_chars_max, auth.sub())?;
     // A push naming a forbidden queue is refused whole (spec §1.6: only acks and lease
     // extensions report `forbidden` per item).
-    for item in &prepared {
-        auth.check_queue(&item.queue)?;
+    if auth.scopes().is_some() {
+        for item in &prepared {
+            auth.check_queue(&item.queue)?;
+        }
     }
     let results = push_items::store(shared, &prepared).await?;
     let statuses: Vec<EntryStatus> = results.iter().map(|r| EntryStatus::of(r)).collect();

@@ -157,7 +157,9 @@ async fn check_scopes(
     let mut partitions = Vec::new();
     for operation in operations {
         match operation {
-            Operation::Ack(_, partition_id) => partitions.push(partition_id.clone()),
+            Operation::Ack(_, partition_id) => {
+                partitions.push(ack::canonical_partition(partition_id));
+            }
             Operation::Push(items) => {
                 for item in items {
                     auth.check_queue(&item.queue)?;
@@ -175,7 +177,7 @@ async fn check_scopes(
 
 /// One validated operation.
 enum Operation<'a> {
-    /// A `regina.ack` element, and the partition id (canonical) it names.
+    /// A `regina.ack` element, and the partition id it names.
     Ack(String, String),
     /// Pushed items with their identities fixed.
     Push(Vec<PreparedItem<'a>>),

@@ -5,7 +5,7 @@
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::auth::{call, hs256, now, start_auth};
+use crate::jwt::{call, hs256, now, start_auth};
 use crate::support::{enc, Api, Reply};
 
 /// A token with `role`, `sub` and, when given, queue scopes.
@@ -200,10 +200,14 @@ async fn requests_naming_a_forbidden_queue_are_refused_whole() {
         .await
         .assert_error(403, "forbidden");
     assert_eq!(scoped.pop("shared", "").await.status, 200);
-    for path in ["/api/v1/resources/queues/team-b.orders"] {
-        scoped.get(path).await.assert_error(403, "forbidden");
-        scoped.delete(path).await.assert_error(403, "forbidden");
-    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn administration_naming_a_forbidden_queue_is_refused() {
+    let (_b, admin, scoped) = scoped_setup().await;
+    let path = "/api/v1/resources/queues/team-b.orders";
+    scoped.get(path).await.assert_error(403, "forbidden");
+    scoped.delete(path).await.assert_error(403, "forbidden");
     let r = scoped.delete("/api/v1/queues/team-b.orders/clear").await;
     r.assert_error(403, "forbidden");
     assert_eq!(r.body["success"], false);

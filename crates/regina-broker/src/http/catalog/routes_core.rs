@@ -15,6 +15,13 @@ const QUEUES: &str = "queues";
 const MESSAGING: &str = "messaging";
 
 pub(super) fn routes() -> Vec<Route> {
+    let mut all = health_routes();
+    all.extend(produce_routes());
+    all.extend(consume_routes());
+    all
+}
+
+fn health_routes() -> Vec<Route> {
     vec![
         Route::get("/health", Access::Public, HEALTH)
             .summary("Whether this instance can reach PostgreSQL")
@@ -33,6 +40,11 @@ pub(super) fn routes() -> Vec<Route> {
         Route::get("/api/openapi.json", Access::Public, HEALTH)
             .summary("This OpenAPI document")
             .ok(200, "OpenAPI 3.1 document", json!({"type": "object"})),
+    ]
+}
+
+fn produce_routes() -> Vec<Route> {
+    vec![
         Route::post("/api/v1/configure", Access::ReadWrite, QUEUES)
             .summary("Create a queue or change its configuration (options merge)")
             .body(object_req(
@@ -62,6 +74,11 @@ pub(super) fn routes() -> Vec<Route> {
                 "Some items rejected for capacity (queue_full); the array tells which",
                 Some(("application/json", push_results())),
             ),
+    ]
+}
+
+fn consume_routes() -> Vec<Route> {
+    vec![
         Route::get("/api/v1/pop/queue/{queue}", Access::ReadWrite, MESSAGING)
             .summary("Claim partitions of a queue and receive messages")
             .query(pop_params(false))
