@@ -65,6 +65,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
+    auth::Authenticator::check(&config.auth)?;
     migrate(&config).await?;
     let grace = config.shutdown_grace();
     let state = AppState::start(config).await?;

@@ -80,6 +80,18 @@ impl Authenticator {
         Ok(Some(authenticator))
     }
 
+    /// Checks the settings without fetching anything, so a broker with unusable ones stops
+    /// before it touches the database.
+    ///
+    /// # Errors
+    /// As [`Authenticator::start`].
+    pub(crate) fn check(settings: &AuthConfig) -> Result<(), Error> {
+        if settings.jwt_enabled {
+            Authenticator::new(settings).map_err(Error::Config)?;
+        }
+        Ok(())
+    }
+
     fn new(settings: &AuthConfig) -> Result<Authenticator, String> {
         let secret = settings
             .jwt_secret

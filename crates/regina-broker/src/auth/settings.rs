@@ -56,8 +56,9 @@ impl JwtAlgorithm {
             "rs256" => Ok(JwtAlgorithm::Rs256),
             "eddsa" => Ok(JwtAlgorithm::EdDsa),
             "auto" => Ok(JwtAlgorithm::Auto),
-            other => Err(format!(
-                "unknown algorithm {other:?} (HS256, RS256, EdDSA or auto)"
+            _ => Err(format!(
+                "unknown algorithm {:?} (HS256, RS256, EdDSA or auto)",
+                text.trim()
             )),
         }
     }
@@ -92,7 +93,7 @@ pub struct AuthConfig {
     #[arg(long, env = "JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
     /// Tolerance on `exp`, `nbf` and `iat`, seconds. Default 30.
-    #[arg(long = "jwt-clock-skew", env = "JWT_CLOCK_SKEW",
+    #[arg(long = "jwt-clock-skew", env = "JWT_CLOCK_SKEW", value_name = "SECONDS",
           default_value_t = defaults::JWT_CLOCK_SKEW_S,
           value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub jwt_clock_skew_s: u64,
@@ -102,7 +103,7 @@ pub struct AuthConfig {
     #[arg(long, env = "JWT_SKIP_PATHS", default_value = defaults::JWT_SKIP_PATHS)]
     pub jwt_skip_paths: String,
     /// Age after which the JWKS is fetched again, seconds. Default 3 600.
-    #[arg(long = "jwt-jwks-refresh-interval", env = "JWT_JWKS_REFRESH_INTERVAL",
+    #[arg(long = "jwt-jwks-refresh-interval", env = "JWT_JWKS_REFRESH_INTERVAL", value_name = "SECONDS",
           default_value_t = defaults::JWT_JWKS_REFRESH_INTERVAL_S,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub jwt_jwks_refresh_interval_s: u64,

@@ -389,9 +389,11 @@ async fn failures_have_the_exact_bodies_of_the_spec() {
         .as_str()
         .unwrap()
         .starts_with("Token verification failed: "));
-    // Unknown routes keep their JSON 404, without asking for a token.
+    // Unknown routes keep their JSON 404 and wrong methods their 405, without asking for a token.
     let r = call(&api, Method::GET, "/api/v1/nope", None, None).await;
     r.assert_error(404, "route_not_found");
+    let r = call(&api, Method::PUT, "/api/v1/resources/queues", None, None).await;
+    r.assert_error(405, "method_not_allowed");
     // OPTIONS is always public.
     let r = call(&api, Method::OPTIONS, "/api/v1/push", None, None).await;
     assert_eq!(r.status, 204);
