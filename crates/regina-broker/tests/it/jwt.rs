@@ -6,7 +6,7 @@ use regina_testkit::TestBroker;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::support::{start_with, Api, Reply};
+use crate::support::{enc, start_with, Api, Reply};
 
 /// The shared secret of HS256 test tokens.
 pub const SECRET: &str = "regina-test-secret-0123456789abcdef";
@@ -104,4 +104,49 @@ pub fn assert_401(reply: &Reply, code: &str) {
         Some("Bearer"),
         "{reply:?}"
     );
+}
+
+/// A token with `role`, `sub` and, when given, queue scopes.
+pub fn token(sub: Option<&str>, role: &str, queues: Option<Value>) -> String {
+    let mut claims = json!({"role": role, "exp": now() + 600});
+    if let Some(sub) = sub {
+        claims["sub"] = json!(sub);
+    }
+    if let Some(queues) = queues {
+        claims["queues"] = queues;
+    }
+    hs256(&claims)
+}
+
+/// A client that sends one token with every request.
+#[derive(Clone)]
+pub struct As {
+    pub api: Api,
+    pub token: String,
+}
+
+impl As {
+    pub async fn get(&self, path: &str) -> Reply {
+        call(&self.api, Method::GET, path, None, Some(&self.token)).await
+    }
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        call(
+            &self.api,
+            Method::POST,
+            path,
+            Some(&body),
+            Some(&self.token),
+        )
+        .await
+    }
+    pub async fn delete(&self, path: &str) -> Reply {
+        call(&self.api, Method::DELETE, path, None, Some(&self.token)).await
+    }
+    pub async fn push(&self, items: Value) -> Reply {
+        self.post("/api/v1/push", json!({ "items": items })).await
+    }
+    pub async fn pop(&self, queue: &str, query: &str) -> Reply {
+        self.get(&format!("/api/v1/pop/queue/{}?{query}", enc(queue)))
+            .await
+    }
 }

@@ -11,6 +11,7 @@ mod ack;
 mod ack_effects;
 mod auth;
 mod auth_jwks;
+mod auth_producer_sub;
 mod auth_scopes;
 mod auth_tokens;
 mod background_jobs;
