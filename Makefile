@@ -18,7 +18,7 @@ DEV_DIR := $(CURDIR)/.regina
 REGINA := $(TARGET_DIR)/release/regina
 BENCH := $(TARGET_DIR)/release/regina-bench
 
-.PHONY: help run build test lint fmt migrate clean-db ensure-postgres bench bench-sweep bench-smoke faults sdk-test
+.PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-sweep bench-smoke faults sdk-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -34,6 +34,7 @@ build: ## Build the whole workspace (debug)
 test: ensure-postgres ## Every test: format check, clippy, Rust tests, fault runs, the SDK suites
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(MAKE) --no-print-directory openapi-check
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 	  bash scripts/pg-stop.sh "$(TEST_PG_DIR)"; exit $$status
 	$(MAKE) --no-print-directory faults
@@ -45,6 +46,12 @@ lint: ## Format check and clippy with warnings as errors
 
 fmt: ## Format all Rust code
 	$(CARGO) fmt --all
+
+openapi: ## Regenerate api/openapi.json from the route catalogue (a test fails when it is stale)
+	$(CARGO) run -q -p regina -- openapi > api/openapi.json
+
+openapi-check: ## Validate api/openapi.json against the OpenAPI 3.1 schema (installs the validator in target/)
+	bash scripts/openapi-check.sh api/openapi.json
 
 migrate: ensure-postgres ## Apply migrations and SQL functions (to the dev database unless DATABASE_URL/PG_* is set)
 	$(CARGO) build --release -p regina

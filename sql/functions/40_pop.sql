@@ -335,6 +335,15 @@ begin
     else
         v_queues := regina._pop_queue_order(nullif(i_req ->> 'namespace', ''),
                                             nullif(i_req ->> 'task', ''), v_group);
+        -- A token with queue scopes pops only from the queues they allow (spec §1.6).
+        if jsonb_typeof(i_req -> 'scopes') = 'array' then
+            v_queues := array(
+                select t.id from unnest(v_queues) with ordinality t(id, ord)
+                join regina.queues q on q.id = t.id
+                where regina._queue_in_scopes(q.name, array(
+                          select jsonb_array_elements_text(i_req -> 'scopes')))
+                order by t.ord);
+        end if;
     end if;
     if cardinality(v_queues) = 0 then
         return json_build_object('empty', 'queue_not_found', 'wakeAt', null);

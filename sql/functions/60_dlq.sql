@@ -1,4 +1,5 @@
--- Dead-letter listing (GET /api/v1/dlq): newest failure first, filtered, paged, with the total.
+-- Dead-letter listing (GET /api/v1/dlq): newest failure first, filtered (queue, consumerGroup,
+-- partition, from, to, and the caller's `scopes`), paged, with the total.
 -- Encrypted copies carry `payloadKeyId`, as pop results do (ADR 0006).
 
 create or replace function regina.dlq_list(i_query jsonb, i_now timestamptz default null)
@@ -19,7 +20,8 @@ begin
           and (i_query ->> 'consumerGroup' is null or d.consumer_group = i_query ->> 'consumerGroup')
           and (i_query ->> 'partition' is null or p.name = i_query ->> 'partition')
           and (i_query ->> 'from' is null or d.failed_at >= (i_query ->> 'from')::timestamptz)
-          and (i_query ->> 'to' is null or d.failed_at <= (i_query ->> 'to')::timestamptz))
+          and (i_query ->> 'to' is null or d.failed_at <= (i_query ->> 'to')::timestamptz)
+          and regina._queue_in_scopes(q.name, regina._query_scopes(i_query)))
     select (select count(*) from matching),
            (select coalesce(json_agg(case when x.payload_key_id is null then o.entry
                                           else regina._sealed_mark(o.entry, x.payload_key_id) end

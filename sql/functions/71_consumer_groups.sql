@@ -58,7 +58,8 @@ language sql stable as $$
 $$;
 
 -- GET /api/v1/consumer-groups: every (group, queue) pair with a cursor or a subscription, by
--- group then queue name, paged (`{limit, offset}`); `total` counts them all.
+-- group then queue name, paged (`{limit, offset, scopes?}`: only queues the scopes allow);
+-- `total` counts them all.
 create or replace function regina.consumer_groups_list(i_query jsonb,
                                                        i_now timestamptz default null)
 returns table (total bigint, body json)
@@ -68,9 +69,13 @@ declare
 begin
     return query
     with pairs as (
-        select s.queue_id, s.consumer_group from regina.subscriptions s
-        union
-        select distinct c.queue_id, c.consumer_group from regina.cursors c),
+        select x.* from (
+            select s.queue_id, s.consumer_group from regina.subscriptions s
+            union
+            select distinct c.queue_id, c.consumer_group from regina.cursors c) x
+        where regina._query_scopes(i_query) is null
+           or exists (select 1 from regina.queues q where q.id = x.queue_id
+                      and regina._queue_in_scopes(q.name, regina._query_scopes(i_query)))),
     page as (
         select x.queue_id, x.consumer_group, q.name as queue_name
         from pairs x join regina.queues q on q.id = x.queue_id
@@ -110,7 +115,7 @@ end
 $$;
 
 -- GET /api/v1/consumer-groups/lagging: partitions whose head is older than `minLagSeconds`, for
--- every group and queue, largest lag first, paged; `total` counts them all.
+-- every group and queue the `scopes` allow, largest lag first, paged; `total` counts them all.
 create or replace function regina.consumer_groups_lagging(i_query jsonb,
                                                           i_now timestamptz default null)
 returns table (total bigint, body json)
@@ -126,7 +131,8 @@ begin
             from (select distinct y.queue_id, y.consumer_group from regina.ready y) r
             join regina.queues q on q.id = r.queue_id
             cross join lateral regina._group_work(r.queue_id, r.consumer_group) w) x
-        where x.time_lag > (i_query ->> 'minLagSeconds')::bigint),
+        where x.time_lag > (i_query ->> 'minLagSeconds')::bigint
+          and regina._queue_in_scopes(x.queue_name, regina._query_scopes(i_query))),
     page as (
         select * from lagging l
         order by l.time_lag desc, l.consumer_group, l.queue_name, (l.p).name

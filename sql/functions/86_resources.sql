@@ -22,8 +22,9 @@ language sql stable as $$
                     i_p.created_at)
 $$;
 
--- GET /api/v1/resources/queues: `i_query = {namespace?, task?, search?, limit, offset}`; queues
--- ordered by name, each with its partition count and message counts.
+-- GET /api/v1/resources/queues: `i_query = {namespace?, task?, search?, limit, offset,
+-- scopes?}`; queues ordered by name, each with its partition count and message counts; only
+-- queues the scopes allow.
 create or replace function regina.queues_list(i_query jsonb, i_now timestamptz default null)
 returns json
 language plpgsql stable as $$
@@ -39,7 +40,8 @@ begin
         where (i_query ->> 'namespace' is null or q.namespace = i_query ->> 'namespace')
           and (i_query ->> 'task' is null or q.task = i_query ->> 'task')
           and (i_query ->> 'search' is null
-               or strpos(lower(q.name), lower(i_query ->> 'search')) > 0))
+               or strpos(lower(q.name), lower(i_query ->> 'search')) > 0)
+          and regina._queue_in_scopes(q.name, regina._query_scopes(i_query)))
     select (select count(*) from matching),
            (select coalesce(json_agg(json_build_object(
                         'id', x.uuid, 'name', x.name, 'namespace', x.namespace, 'task', x.task,
@@ -112,8 +114,8 @@ begin
 end
 $$;
 
--- GET /api/v1/resources/partitions: `i_query = {queue?, search?, limit, offset}`; partitions
--- ordered by queue name, then name.
+-- GET /api/v1/resources/partitions: `i_query = {queue?, search?, limit, offset, scopes?}`;
+-- partitions of the queues the scopes allow, ordered by queue name, then name.
 create or replace function regina.partitions_list(i_query jsonb, i_now timestamptz default null)
 returns json
 language plpgsql stable as $$
@@ -129,7 +131,8 @@ begin
         join regina.queues q on q.id = p.queue_id
         where (i_query ->> 'queue' is null or q.name = i_query ->> 'queue')
           and (i_query ->> 'search' is null
-               or strpos(lower(p.name), lower(i_query ->> 'search')) > 0)),
+               or strpos(lower(p.name), lower(i_query ->> 'search')) > 0)
+          and regina._queue_in_scopes(q.name, regina._query_scopes(i_query))),
     page as (
         select * from matching m order by m.queue_name, (m.p).name limit v_limit offset v_offset),
     counts as (
@@ -155,8 +158,11 @@ end
 $$;
 
 -- GET /api/v1/resources/namespaces (i_label 'namespace') and /tasks (i_label 'task'): queues
--- grouped by that label (an empty one is ""), with their partitions and message counts.
-create or replace function regina.labels_list(i_label text, i_now timestamptz default null)
+-- the scopes allow (null: all), grouped by that label (an empty one is ""), with their
+-- partitions and message counts.
+drop function if exists regina.labels_list(text, timestamptz);
+create or replace function regina.labels_list(i_label text, i_now timestamptz default null,
+                                              i_scopes text[] default null)
 returns json
 language sql stable as $$
     with counts as (
@@ -169,6 +175,7 @@ language sql stable as $$
         from regina.queues q
         left join regina.partitions p on p.queue_id = q.id
         left join counts c on c.partition_id = p.id
+        where regina._queue_in_scopes(q.name, i_scopes)
         group by 1)
     select json_build_object(
         case when i_label = 'task' then 'tasks' else 'namespaces' end,

@@ -63,7 +63,7 @@ language sql stable as $$
 $$;
 
 -- GET /api/v1/messages: `i_query = {queue?, partition?, namespace?, task?, consumerGroup?,
--- status?, from?, to?, limit, offset}`; `from`/`to` default to the last hour. Newest first; the
+-- status?, from?, to?, limit, offset, scopes?}` (only queues the scopes allow); `from`/`to` default to the last hour. Newest first; the
 -- status (relative to consumerGroup when given) is derived per message and filtered here, so the
 -- page is read only as far as it needs. `hasMore` instead of a total: counting every message of
 -- the window would read them all.
@@ -84,11 +84,13 @@ declare
     v_rows json[] := '{}';
     v_more boolean := false;
 begin
-    if coalesce(i_query ->> 'queue', i_query ->> 'namespace', i_query ->> 'task') is not null then
+    if coalesce(i_query ->> 'queue', i_query ->> 'namespace', i_query ->> 'task') is not null
+       or regina._query_scopes(i_query) is not null then
         v_queue_ids := array(select q.id from regina.queues q
                              where (i_query ->> 'queue' is null or q.name = i_query ->> 'queue')
                                and (i_query ->> 'namespace' is null or q.namespace = i_query ->> 'namespace')
-                               and (i_query ->> 'task' is null or q.task = i_query ->> 'task'));
+                               and (i_query ->> 'task' is null or q.task = i_query ->> 'task')
+                               and regina._queue_in_scopes(q.name, regina._query_scopes(i_query)));
     end if;
     if i_query ->> 'partition' is not null then
         v_partition_ids := array(select p.id from regina.partitions p

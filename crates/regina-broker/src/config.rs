@@ -422,6 +422,9 @@ pub struct Config {
     /// different values is a startup error. Default: none.
     #[arg(long, env = "QUEEN_ENCRYPTION_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub queen_encryption_key: Option<Secret>,
+    /// Authentication: the `JWT_*` settings (spec §1.6), in their own group.
+    #[command(flatten)]
+    pub auth: crate::auth::settings::AuthConfig,
 }
 
 impl Default for Config {
@@ -489,6 +492,7 @@ impl Default for Config {
             metrics_queue_labels_max: d::METRICS_QUEUE_LABELS_MAX,
             regina_encryption_key: None,
             queen_encryption_key: None,
+            auth: crate::auth::settings::AuthConfig::default(),
         }
     }
 }

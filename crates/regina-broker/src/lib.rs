@@ -5,8 +5,10 @@
 //! - [`serve`]: run the broker on a bound listener until `shutdown` resolves;
 //! - [`migrate`]: apply migrations and re-apply SQL functions;
 //! - [`app`] and [`AppState`]: the router, testable without a socket;
-//! - [`devdb`]: a private PostgreSQL cluster for development and tests.
+//! - [`devdb`]: a private PostgreSQL cluster for development and tests;
+//! - [`openapi_document`]: the OpenAPI 3.1 document of the HTTP API.
 
+mod auth;
 mod config;
 mod db;
 pub mod devdb;
@@ -24,9 +26,11 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt as _;
 
+pub use auth::settings::{AuthConfig, JwtAlgorithm};
 pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode};
 pub use error::Error;
 pub use http::app;
+pub use http::openapi::document_text as openapi_document;
 pub use state::AppState;
 
 /// Time given to closing after the grace period is used up by open requests.
@@ -61,6 +65,7 @@ pub async fn serve(
     listener: tokio::net::TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Error> {
+    auth::Authenticator::check(&config.auth)?;
     migrate(&config).await?;
     let grace = config.shutdown_grace();
     let state = AppState::start(config).await?;

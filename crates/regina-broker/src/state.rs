@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use axum::http::HeaderValue;
 use tokio::sync::Semaphore;
 
+use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::db::{ConnectSettings, Db};
 use crate::encryption::Encryption;
@@ -35,6 +36,8 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) metrics: Metrics,
     pub(crate) encryption: Encryption,
+    /// Token verification; `None` when authentication is off (`JWT_ENABLED`).
+    pub(crate) auth: Option<Authenticator>,
     services: Mutex<Option<Services>>,
 }
 
@@ -43,10 +46,12 @@ impl AppState {
     /// migrate: call [`crate::migrate`] first.
     ///
     /// # Errors
-    /// [`Error::Config`] for an unusable database URL, CORS origin or encryption key,
+    /// [`Error::Config`] for an unusable database URL, CORS origin, encryption key or
+    /// authentication setting,
     /// [`Error::Connect`] when PostgreSQL is unreachable.
     pub async fn start(config: Config) -> Result<AppState, Error> {
         let encryption = Encryption::from_config(&config)?;
+        let auth = Authenticator::start(&config.auth).await?;
         let cors_origin = HeaderValue::from_str(&config.cors_allow_origin).map_err(|_| {
             Error::Config("CORS_ALLOW_ORIGIN is not a valid header value".to_owned())
         })?;
@@ -88,6 +93,7 @@ impl AppState {
             started,
             metrics: Metrics::new(started),
             encryption,
+            auth,
             services: Mutex::new(Some(services)),
         };
         Ok(AppState {

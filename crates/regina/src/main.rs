@@ -33,6 +33,8 @@ enum Verb {
     Serve(Settings),
     /// Apply migrations and SQL functions, then exit (same database choice as `serve`).
     Migrate(Settings),
+    /// Print the OpenAPI 3.1 document of the HTTP API (what `GET /api/openapi.json` serves).
+    Openapi,
     #[command(flatten)]
     Client(cli::Verb),
 }
@@ -60,6 +62,10 @@ fn main() -> ExitCode {
         }
         Verb::Migrate(Settings { config }) => {
             run(config, |config| migrate(config, database_configured))
+        }
+        Verb::Openapi => {
+            print!("{}", regina_broker::openapi_document());
+            return ExitCode::SUCCESS;
         }
         Verb::Client(verb) => return cli::run(verb),
     };

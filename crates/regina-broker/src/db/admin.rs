@@ -68,10 +68,15 @@ impl Db {
         single_text(&self.query_unprepared(sql, &[&query]).await?)
     }
 
-    /// `regina.labels_list(label)`: namespaces (`"namespace"`) or tasks (`"task"`).
-    pub(crate) async fn labels_list(&self, label: &str) -> Result<String, DbError> {
-        let sql = "select regina.labels_list($1::text)::text";
-        single_text(&self.query_unprepared(sql, &[&label]).await?)
+    /// `regina.labels_list(label, scopes)`: namespaces (`"namespace"`) or tasks (`"task"`) of
+    /// the queues the scopes allow (`None`: every queue).
+    pub(crate) async fn labels_list(
+        &self,
+        label: &str,
+        scopes: Option<&[String]>,
+    ) -> Result<String, DbError> {
+        let sql = "select regina.labels_list($1::text, null, $2::text[])::text";
+        single_text(&self.query_unprepared(sql, &[&label, &scopes]).await?)
     }
 
     /// `regina.messages_list(query)`: the message listing body.

@@ -3,6 +3,7 @@
 //! Requests travel as one JSON array per fused call (`$1::text::jsonb`, sql/README.md) and results
 //! come back as `result::text`, so payloads are never parsed into trees on the way through.
 
+mod access;
 mod admin;
 mod error;
 mod failover;

@@ -1,4 +1,5 @@
-//! `POST /api/v1/ack` and `POST /api/v1/ack/batch` (spec §3.5): per-item outcomes in-band.
+//! `POST /api/v1/ack` and `POST /api/v1/ack/batch` (spec §3.5): per-item outcomes in-band,
+//! `forbidden` included for acks of queues outside the caller's scopes (spec §1.6).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -8,12 +9,13 @@ use axum::Router;
 
 use serde::Serialize;
 
+use super::access::Auth;
 use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
 use crate::engine::json::{indexed_array, to_json};
 use crate::engine::AckRequest;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 
 /// Ack `error` text beyond this many characters is truncated, not rejected (spec §6).
 const ERROR_CHARS_MAX: usize = 4_096;
@@ -26,59 +28,153 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn ack(
     State(state): State<AppState>,
+    auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let mut items = String::new();
-    write_item(&mut items, &object, None, config.name_chars_max)?;
-    apply(&state, AckRequest { items, count: 1 }).await
+    let mut acks = Acks::default();
+    acks.push(&object, None, config.name_chars_max)?;
+    apply(&state, &auth, acks).await
 }
 
 async fn ack_batch(
     State(state): State<AppState>,
+    auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let acks = object.required_array(
+    let raw = object.required_array(
         "acknowledgments",
         "acknowledgments array is required",
         config.ack_items_max,
     )?;
     let request_group = group(&object, config.name_chars_max)?;
-    if acks.is_empty() {
+    if raw.is_empty() {
         return Ok(json_response(StatusCode::OK, "[]".to_owned()));
     }
-    let mut items = String::new();
-    for (index, raw) in acks.iter().enumerate() {
+    let mut acks = Acks::default();
+    for (index, raw) in raw.iter().enumerate() {
         let item = Object::from_raw(raw, format!("acknowledgments[{index}]."), Some(index))?;
-        if index > 0 {
-            items.push(',');
-        }
-        write_item(
-            &mut items,
-            &item,
-            request_group.as_deref(),
-            config.name_chars_max,
-        )?;
+        acks.push(&item, request_group.as_deref(), config.name_chars_max)?;
     }
-    apply(
-        &state,
-        AckRequest {
-            items,
-            count: acks.len(),
-        },
-    )
-    .await
+    apply(&state, &auth, acks).await
 }
 
-async fn apply(state: &AppState, request: AckRequest) -> Result<Response, ApiError> {
-    let results = state.get().engine.ack(request).await?;
+/// Validated acks: the `regina.ack` elements, comma-separated, and each one's key and end.
+#[derive(Default)]
+struct Acks {
+    items: String,
+    keys: Vec<AckKey>,
+    ends: Vec<usize>,
+}
+
+impl Acks {
+    fn push(
+        &mut self,
+        item: &Object<'_>,
+        request_group: Option<&str>,
+        name_chars_max: usize,
+    ) -> Result<(), ApiError> {
+        if !self.keys.is_empty() {
+            self.items.push(',');
+        }
+        let key = write_item(&mut self.items, item, request_group, name_chars_max)?;
+        self.keys.push(key);
+        self.ends.push(self.items.len());
+        Ok(())
+    }
+
+    /// The element of ack `index`.
+    fn element(&self, index: usize) -> &str {
+        let start = match index {
+            0 => 0,
+            i => self.ends[i - 1] + 1,
+        };
+        &self.items[start..self.ends[index]]
+    }
+}
+
+async fn apply(state: &AppState, auth: &Auth, acks: Acks) -> Result<Response, ApiError> {
+    let shared = state.get();
+    let count = acks.keys.len();
+    let Some(forbidden) = forbidden_acks(shared, auth, &acks.keys).await? else {
+        let results = shared
+            .engine
+            .ack(AckRequest {
+                items: acks.items,
+                count,
+            })
+            .await?;
+        return Ok(json_response(
+            StatusCode::OK,
+            indexed_array(results.iter().map(String::as_str)),
+        ));
+    };
+    // Acks of forbidden queues are answered in-band; the others are applied as usual.
+    let allowed: Vec<&str> = (0..count)
+        .filter(|&i| !forbidden[i])
+        .map(|i| acks.element(i))
+        .collect();
+    let mut applied = if allowed.is_empty() {
+        Vec::new()
+    } else {
+        let request = AckRequest {
+            items: allowed.join(","),
+            count: allowed.len(),
+        };
+        shared.engine.ack(request).await?
+    }
+    .into_iter();
+    let mut entries = Vec::with_capacity(count);
+    for (key, refused) in acks.keys.iter().zip(&forbidden) {
+        let entry = if *refused {
+            forbidden_entry(&key.transaction_id)
+        } else {
+            applied
+                .next()
+                .ok_or_else(|| ApiError::internal("ack results missing"))?
+        };
+        entries.push(entry);
+    }
     Ok(json_response(
         StatusCode::OK,
-        indexed_array(results.iter().map(String::as_str)),
+        indexed_array(entries.iter().map(String::as_str)),
     ))
+}
+
+/// Which acks name a partition of a queue the caller's scopes forbid; `None` when the caller
+/// has no scopes (no lookup is made) or none is forbidden.
+async fn forbidden_acks(
+    shared: &Shared,
+    auth: &Auth,
+    keys: &[AckKey],
+) -> Result<Option<Vec<bool>>, ApiError> {
+    if auth.scopes().is_none() {
+        return Ok(None);
+    }
+    let ids: Vec<String> = keys
+        .iter()
+        .map(|k| canonical_partition(&k.partition_id))
+        .collect();
+    let queues = shared.db.partition_queues(&ids).await?;
+    // An unknown partition is left to the ack itself (message_not_found).
+    let forbidden: Vec<bool> = ids
+        .iter()
+        .map(|id| queues.get(id).is_some_and(|q| !auth.allows(q)))
+        .collect();
+    Ok(forbidden.contains(&true).then_some(forbidden))
+}
+
+/// The in-band entry of an ack refused for the caller's queue scopes.
+fn forbidden_entry(transaction_id: &str) -> String {
+    serde_json::json!({
+        "transactionId": transaction_id, "success": false,
+        "error": "Insufficient permissions", "code": "forbidden",
+        "queueName": null, "partitionName": null, "leaseReleased": false, "dlq": false,
+    })
+    .to_string()
 }
 
 /// The optional `consumerGroup` of an object, validated as a name.
@@ -105,15 +201,29 @@ struct SqlAckItem<'a> {
     error: Option<&'a str>,
 }
 
+/// What names the message of an ack.
+pub(super) struct AckKey {
+    pub(super) transaction_id: String,
+    /// A UUID, as the client wrote it (see [`canonical_partition`]).
+    pub(super) partition_id: String,
+}
+
+/// The canonical text of a validated partition id, as the database writes it.
+pub(super) fn canonical_partition(partition_id: &str) -> String {
+    uuid::Uuid::parse_str(partition_id)
+        .map(|u| u.hyphenated().to_string())
+        .unwrap_or_else(|_| partition_id.to_owned())
+}
+
 /// Validates one ack and writes it as a `regina.ack` element; the item's own group beats the
 /// request's (spec §4.5). The one preparation of acks, shared by `/ack`, `/ack/batch` and
-/// transaction ack operations.
+/// transaction ack operations. Returns the message's key.
 pub(super) fn write_item(
     out: &mut String,
     item: &Object<'_>,
     request_group: Option<&str>,
     name_chars_max: usize,
-) -> Result<(), ApiError> {
+) -> Result<AckKey, ApiError> {
     let transaction_id = item.required_string("transactionId", "transactionId is required")?;
     let partition_id = item.required_string(
         "partitionId",
@@ -148,7 +258,10 @@ pub(super) fn write_item(
         consumer_group: own_group.as_deref().or(request_group),
         error: error.as_deref(),
     }));
-    Ok(())
+    Ok(AckKey {
+        transaction_id,
+        partition_id,
+    })
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use axum::routing::post;
 use axum::Router;
 use serde::{Deserialize, Serialize};
 
+use super::access::Auth;
 use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
@@ -115,12 +116,14 @@ const OPTIONS: &[(&str, OptionKind)] = &[
 
 async fn configure(
     State(state): State<AppState>,
+    auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
     let encryption = &state.get().encryption;
     let request = configure_request(&object, config.name_chars_max, encryption.available())?;
+    auth.check_queue(&object.required_string("queue", "queue is required")?)?;
     let result = state.get().db.configure(&request).await?;
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]

@@ -1,6 +1,10 @@
 //! Consumer groups (spec §3.10): listings, one group's partitions, deletes, the subscription
 //! start, and seeks. Changes that move where a group stands wake every waiter of the group on
 //! the queues concerned.
+//!
+//! Queue scopes (spec §1.6): listings and a group's detail leave out forbidden queues; routes
+//! naming a forbidden queue answer `403`, and so do the changes that reach every queue of a
+//! group (group delete, subscription start) when the caller has scopes at all.
 
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode, Uri};
@@ -10,6 +14,7 @@ use axum::Router;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::access::{forbidden, Auth};
 use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::names::path_name;
@@ -78,15 +83,17 @@ fn listing(total: i64, body: String) -> Response {
 
 async fn list(
     State(state): State<AppState>,
+    auth: Auth,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
-    let request = page(&Query::parse(raw.as_deref()), None)?;
+    let request = auth.scoped(page(&Query::parse(raw.as_deref()), None)?);
     let (total, body) = state.get().db.groups_list(&request).await?;
     Ok(listing(total, body))
 }
 
 async fn lagging(
     State(state): State<AppState>,
+    auth: Auth,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(raw.as_deref());
@@ -96,7 +103,7 @@ async fn lagging(
         i64::from(i32::MAX),
         MIN_LAG_SECONDS_DEFAULT,
     )?;
-    let request = page(&query, Some(min_lag))?;
+    let request = auth.scoped(page(&query, Some(min_lag))?);
     let (total, body) = state.get().db.groups_lagging(&request).await?;
     Ok(listing(total, body))
 }
@@ -111,28 +118,47 @@ fn queue(shared: &Shared, uri: &Uri) -> Result<String, ApiError> {
     path_name(uri, QUEUE_SEGMENT, "queue", shared.config.name_chars_max)
 }
 
-async fn detail(State(state): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
+async fn detail(State(state): State<AppState>, auth: Auth, uri: Uri) -> Result<Response, ApiError> {
     let group = group(state.get(), &uri)?;
-    let body = state.get().db.group_detail(&group).await?;
+    let mut body = state.get().db.group_detail(&group).await?;
+    if auth.scopes().is_some() {
+        // The detail is keyed by queue name: drop the queues the caller may not see.
+        let mut queues: serde_json::Map<String, Value> =
+            serde_json::from_str(&body).map_err(ApiError::internal)?;
+        queues.retain(|queue, _| auth.allows(queue));
+        body = Value::Object(queues).to_string();
+    }
     Ok(json_response(StatusCode::OK, body))
+}
+
+/// `403` for a change that reaches every queue of a group, when the caller has queue scopes.
+fn check_every_queue(auth: &Auth) -> Result<(), ApiError> {
+    match auth.scopes() {
+        Some(_) => Err(forbidden()),
+        None => Ok(()),
+    }
 }
 
 async fn delete_group(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let group = group(state.get(), &uri)?;
+    check_every_queue(&auth)?;
     delete_in(&state, group, None, raw.as_deref()).await
 }
 
 async fn delete_on_queue(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let group = group(state.get(), &uri)?;
     let queue = queue(state.get(), &uri)?;
+    auth.check_queue(&queue)?;
     delete_in(&state, group, Some(queue), raw.as_deref()).await
 }
 
@@ -193,11 +219,13 @@ async fn delete_in(
 
 async fn subscription(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let group = group(shared, &uri)?;
+    check_every_queue(&auth)?;
     let object = body::parse_object(&bytes, shared.config.json_depth_max)?;
     let start =
         object.required_string("subscriptionTimestamp", "subscriptionTimestamp is required")?;
@@ -316,11 +344,13 @@ async fn seek(
 
 async fn seek_queue(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let (group, queue) = (group(shared, &uri)?, queue(shared, &uri)?);
+    auth.check_queue(&queue)?;
     let target = seek_target(&bytes, shared.config.json_depth_max, false)?;
     let outcome = seek(shared, &group, &queue, None, &target).await?;
     let body = json!({
@@ -336,11 +366,13 @@ async fn seek_queue(
 
 async fn seek_partition(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let (group, queue) = (group(shared, &uri)?, queue(shared, &uri)?);
+    auth.check_queue(&queue)?;
     let partition = path_name(
         &uri,
         PARTITION_SEGMENT,

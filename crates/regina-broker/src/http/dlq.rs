@@ -1,4 +1,5 @@
-//! `GET /api/v1/dlq` (spec §3.9): dead letters, newest failure first, filtered and paged.
+//! `GET /api/v1/dlq` (spec §3.9): dead letters, newest failure first, filtered and paged; only
+//! those of queues the caller's scopes allow (spec §1.6).
 
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -7,6 +8,7 @@ use axum::routing::get;
 use axum::Router;
 use serde::Serialize;
 
+use super::access::Auth;
 use super::error::{json_response, ApiError};
 use super::names::name_problem;
 use super::query::Query;
@@ -24,10 +26,11 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn list(
     State(state): State<AppState>,
+    auth: Auth,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(raw.as_deref());
-    let request = dlq_query(&query, state.get().config.name_chars_max)?;
+    let request = auth.scoped(dlq_query(&query, state.get().config.name_chars_max)?);
     let body = state.get().db.dlq_list(&request).await?;
     let body = state.get().encryption.open_messages(body)?;
     Ok(json_response(StatusCode::OK, body))

@@ -1,4 +1,5 @@
-//! `POST /api/v1/lease/{leaseId}/extend` (spec §3.6).
+//! `POST /api/v1/lease/{leaseId}/extend` (spec §3.6); a lease on a queue outside the caller's
+//! scopes is refused in-band with `forbidden` (spec §1.6).
 
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
@@ -8,6 +9,7 @@ use axum::Router;
 use serde::Serialize;
 use uuid::Uuid;
 
+use super::access::Auth;
 use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::names::path_segment;
@@ -26,6 +28,7 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn extend(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
@@ -39,6 +42,16 @@ async fn extend(
             StatusCode::OK,
             indexed_array([not_found(&lease_id).as_str()]),
         ));
+    }
+    // Queue scopes: a lease holding a partition of a forbidden queue is not extended (in-band).
+    if auth.scopes().is_some() {
+        let queues = state.get().db.lease_queues(&lease_id).await?;
+        if queues.iter().any(|q| !auth.allows(q)) {
+            return Ok(json_response(
+                StatusCode::OK,
+                indexed_array([forbidden(&lease_id).as_str()]),
+            ));
+        }
     }
     let json = to_json(&SqlExtend {
         lease_id: &lease_id,
@@ -64,6 +77,15 @@ fn not_found(lease_id: &str) -> String {
     serde_json::json!({
         "leaseId": lease_id, "success": false, "error": "Lease not found",
         "code": "lease_not_found", "expiresAt": null, "newExpiresAt": null,
+    })
+    .to_string()
+}
+
+/// The in-band `forbidden` entry of a lease outside the caller's queue scopes.
+fn forbidden(lease_id: &str) -> String {
+    serde_json::json!({
+        "leaseId": lease_id, "success": false, "error": "Insufficient permissions",
+        "code": "forbidden", "expiresAt": null, "newExpiresAt": null,
     })
     .to_string()
 }

@@ -1,6 +1,7 @@
 //! Messages (spec §3.9): the newest-first listing, one message's detail, and the message
 //! administration — delete, requeue from the DLQ, manual move to the DLQ (spec §4.7). The
-//! administration answers keep `success` on failure (spec §1.3).
+//! administration answers keep `success` on failure (spec §1.3). The listing leaves out queues
+//! outside the caller's scopes; a message of such a queue is answered `403` (spec §1.6).
 
 use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, Uri};
@@ -11,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::access::Auth;
 use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::names::{name_problem, path_segment};
@@ -108,10 +110,12 @@ fn messages_query(query: &Query, name_chars_max: usize) -> Result<String, ApiErr
 
 async fn list(
     State(state): State<AppState>,
+    auth: Auth,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let request = messages_query(&Query::parse(raw.as_deref()), shared.config.name_chars_max)?;
+    let request = auth.scoped(request);
     let body = shared.db.messages_list(&request).await?;
     Ok(json_response(StatusCode::OK, body))
 }
@@ -144,8 +148,25 @@ fn message_key(uri: &Uri) -> Result<MessageKey, ApiError> {
     })
 }
 
-async fn detail(State(state): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
+/// `403 forbidden` when the caller has queue scopes and the message's partition belongs to a
+/// queue they do not allow (the lookup is made only for scoped callers).
+async fn check_scope(shared: &Shared, auth: &Auth, key: &MessageKey) -> Result<(), ApiError> {
+    if auth.scopes().is_none() {
+        return Ok(());
+    }
+    let id = Uuid::parse_str(&key.partition_id)
+        .map_err(ApiError::internal)?
+        .hyphenated()
+        .to_string();
+    match shared.db.partition_queues(&[id]).await?.values().next() {
+        Some(queue) => auth.check_queue(queue),
+        None => Ok(()),
+    }
+}
+
+async fn detail(State(state): State<AppState>, auth: Auth, uri: Uri) -> Result<Response, ApiError> {
     let key = message_key(&uri)?;
+    check_scope(state.get(), &auth, &key).await?;
     let found = state
         .get()
         .db
@@ -210,8 +231,11 @@ fn answer(body: String) -> Result<(Response, Outcome), ApiError> {
     Ok((json_response(status, body), outcome))
 }
 
-async fn remove(State(state): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
+async fn remove(State(state): State<AppState>, auth: Auth, uri: Uri) -> Result<Response, ApiError> {
     let key = message_key(&uri).map_err(ApiError::unsuccessful)?;
+    check_scope(state.get(), &auth, &key)
+        .await
+        .map_err(ApiError::unsuccessful)?;
     let body = state
         .get()
         .db
@@ -235,6 +259,7 @@ fn body_group(object: &body::Object<'_>, shared: &Shared) -> Result<Option<Strin
 
 async fn requeue(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
@@ -245,6 +270,9 @@ async fn requeue(
         Ok::<_, ApiError>((key, body_group(&object, shared)?))
     })()
     .map_err(ApiError::unsuccessful)?;
+    check_scope(shared, &auth, &key)
+        .await
+        .map_err(ApiError::unsuccessful)?;
     let (body, queue) = shared
         .db
         .message_requeue(&key.partition_id, &key.transaction_id, group.as_deref())
@@ -263,6 +291,7 @@ async fn requeue(
 
 async fn dead_letter(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
@@ -279,6 +308,9 @@ async fn dead_letter(
         Ok::<_, ApiError>((key, group, error))
     })()
     .map_err(ApiError::unsuccessful)?;
+    check_scope(shared, &auth, &key)
+        .await
+        .map_err(ApiError::unsuccessful)?;
     let body = shared
         .db
         .message_dead_letter(&key.partition_id, &key.transaction_id, &group, &error)

@@ -1,9 +1,11 @@
 //! The HTTP API: one module per resource, each handler next to its routes. Handlers parse and
 //! validate, call the engine or the database module, and never hold SQL text.
 
+mod access;
 mod ack;
 mod body;
 mod buffers;
+pub(crate) mod catalog;
 mod configure;
 mod consumer_groups;
 mod dlq;
@@ -14,6 +16,7 @@ mod maintenance;
 mod messages;
 pub(crate) mod metrics;
 mod names;
+pub mod openapi;
 mod pop;
 mod push;
 mod push_items;
@@ -42,8 +45,10 @@ struct OriginalPath(String);
 /// The broker's router: every route of this scope, JSON `404`/`405` for the rest, and on every
 /// response the CORS headers, `X-Request-Id` and the in-flight limit (spec §1.2, §6).
 pub fn app(state: AppState) -> Router {
-    let routes = Router::new()
+    // Every served route goes into `api`: the access guard below covers exactly those routes.
+    let api = Router::new()
         .merge(health::routes())
+        .merge(openapi::routes())
         .merge(metrics::routes())
         .merge(configure::routes())
         .merge(push::routes())
@@ -57,7 +62,15 @@ pub fn app(state: AppState) -> Router {
         .merge(buffers::routes())
         .merge(resources::routes())
         .merge(messages::routes())
-        .merge(streams::routes())
+        .merge(streams::routes());
+    // A route layer sees the matched template (its catalogue entry); unknown routes skip it and
+    // keep their JSON 404/405. Without authentication there is nothing to check.
+    let api = if state.get().auth.is_some() {
+        api.route_layer(middleware::from_fn_with_state(state.clone(), access::guard))
+    } else {
+        api
+    };
+    let routes = api
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());

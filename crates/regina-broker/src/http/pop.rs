@@ -12,6 +12,7 @@ use time::OffsetDateTime;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use super::access::Auth;
 use super::error::{json_response, ApiError};
 use super::names::{name_problem, path_name};
 use super::query::Query;
@@ -57,6 +58,8 @@ enum Target {
     Selector {
         namespace: Option<String>,
         task: Option<String>,
+        /// The caller's queue scopes: only the queues they allow are considered.
+        scopes: Option<Vec<String>>,
     },
 }
 
@@ -75,6 +78,9 @@ struct SqlPopRequest<'a> {
     subscription_mode: &'a str,
     subscription_from: Option<&'a str>,
     lease_id: Uuid,
+    /// The caller's queue scopes, for namespace/task pops (absent: every queue).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scopes: Option<&'a [String]>,
 }
 
 /// A validated pop request.
@@ -96,6 +102,7 @@ const PARTITION_SEGMENT: usize = 6;
 
 async fn pop_queue(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -105,6 +112,7 @@ async fn pop_queue(
         "queue",
         state.get().config.name_chars_max,
     )?;
+    auth.check_queue(&queue)?;
     pop(
         &state,
         Target::Queue {
@@ -118,11 +126,13 @@ async fn pop_queue(
 
 async fn pop_partition(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let chars_max = state.get().config.name_chars_max;
     let queue = path_name(&uri, QUEUE_SEGMENT, "queue", chars_max)?;
+    auth.check_queue(&queue)?;
     let partition = path_name(&uri, PARTITION_SEGMENT, "partition", chars_max)?;
     pop(
         &state,
@@ -137,6 +147,7 @@ async fn pop_partition(
 
 async fn pop_selector(
     State(state): State<AppState>,
+    auth: Auth,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(raw.as_deref());
@@ -160,7 +171,13 @@ async fn pop_selector(
             "namespace or task is required",
         ));
     }
-    pop(&state, Target::Selector { namespace, task }, raw.as_deref()).await
+    let scopes = auth.scopes_value().map(<[String]>::to_vec);
+    let target = Target::Selector {
+        namespace,
+        task,
+        scopes,
+    };
+    pop(&state, target, raw.as_deref()).await
 }
 
 async fn pop(
@@ -350,9 +367,21 @@ impl PopParams {
 
     /// The `regina.pop` element of this request.
     fn sql_request(&self, lease_id: Uuid) -> String {
-        let (queue, partition, namespace, task) = match &self.target {
-            Target::Queue { queue, partition } => (Some(queue), partition.as_ref(), None, None),
-            Target::Selector { namespace, task } => (None, None, namespace.as_ref(), task.as_ref()),
+        let (queue, partition, namespace, task, scopes) = match &self.target {
+            Target::Queue { queue, partition } => {
+                (Some(queue), partition.as_ref(), None, None, None)
+            }
+            Target::Selector {
+                namespace,
+                task,
+                scopes,
+            } => (
+                None,
+                None,
+                namespace.as_ref(),
+                task.as_ref(),
+                scopes.as_deref(),
+            ),
         };
         to_json(&SqlPopRequest {
             queue: queue.map(String::as_str),
@@ -366,6 +395,7 @@ impl PopParams {
             subscription_mode: self.subscription_mode,
             subscription_from: self.subscription_from.as_deref(),
             lease_id,
+            scopes,
         })
     }
 

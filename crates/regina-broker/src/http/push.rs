@@ -1,5 +1,6 @@
 //! `POST /api/v1/push` (spec §3.3): the whole request is validated before anything is stored;
-//! items are prepared, encrypted where their queue asks for it, and stored by `push_items`.
+//! items are prepared (stamped with the caller's `sub` as `producerSub`), encrypted where their
+//! queue asks for it, and stored by `push_items`. Queue scopes apply to the request as a whole.
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -7,6 +8,7 @@ use axum::response::Response;
 use axum::routing::post;
 use axum::Router;
 
+use super::access::Auth;
 use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::push_items::{self, EntryStatus, ENCRYPTION_UNAVAILABLE};
@@ -19,6 +21,7 @@ pub(super) fn routes() -> Router<AppState> {
 
 async fn push(
     State(state): State<AppState>,
+    auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
@@ -28,7 +31,14 @@ async fn push(
     if items.is_empty() {
         return Ok(json_response(StatusCode::CREATED, "[]".to_owned()));
     }
-    let prepared = push_items::prepare(&items, config.name_chars_max)?;
+    let prepared = push_items::prepare(&items, config.name_chars_max, auth.sub())?;
+    // A push naming a forbidden queue is refused whole (spec §1.6: only acks and lease
+    // extensions report `forbidden` per item).
+    if auth.scopes().is_some() {
+        for item in &prepared {
+            auth.check_queue(&item.queue)?;
+        }
+    }
     let results = push_items::store(shared, &prepared).await?;
     let statuses: Vec<EntryStatus> = results.iter().map(|r| EntryStatus::of(r)).collect();
     let queued = statuses

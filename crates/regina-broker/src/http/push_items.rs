@@ -44,15 +44,17 @@ pub(crate) struct PreparedItem<'a> {
 }
 
 /// Validates every item and fixes its ids (a `messageId` each, a `transactionId` where none was
-/// sent).
+/// sent); every item carries `producer_sub`, the verified token's `sub` (spec §1.6), whatever the
+/// client sent.
 ///
 /// # Errors
 /// `400 validation_failed` naming the first bad item's index and field.
 pub(crate) fn prepare<'a>(
     items: &[&'a RawValue],
     name_chars_max: usize,
+    producer_sub: Option<&str>,
 ) -> Result<Vec<PreparedItem<'a>>, ApiError> {
-    prepare_at(items, "items", 0, name_chars_max)
+    prepare_at(items, "items", 0, name_chars_max, producer_sub)
 }
 
 /// [`prepare`] for items found at `path` of a larger body (a transaction's push operation):
@@ -65,6 +67,7 @@ pub(crate) fn prepare_at<'a>(
     path: &str,
     first_index: usize,
     name_chars_max: usize,
+    producer_sub: Option<&str>,
 ) -> Result<Vec<PreparedItem<'a>>, ApiError> {
     items
         .iter()
@@ -72,7 +75,7 @@ pub(crate) fn prepare_at<'a>(
         .map(|(index, raw)| {
             let prefix = format!("{path}[{index}].");
             let item = Object::from_raw(raw, prefix, Some(first_index + index))?;
-            prepare_item(&item, name_chars_max)
+            prepare_item(&item, name_chars_max, producer_sub)
         })
         .collect()
 }
@@ -80,6 +83,7 @@ pub(crate) fn prepare_at<'a>(
 fn prepare_item<'a>(
     item: &Object<'a>,
     name_chars_max: usize,
+    producer_sub: Option<&str>,
 ) -> Result<PreparedItem<'a>, ApiError> {
     let queue = item.required_string("queue", "Queue must be a string")?;
     if let Some(problem) = name_problem(&queue, name_chars_max) {
@@ -100,7 +104,7 @@ fn prepare_item<'a>(
         transaction_id: transaction_id.unwrap_or_else(|| Uuid::now_v7().to_string()),
         message_id: Uuid::now_v7(),
         trace_id,
-        producer_sub: None,
+        producer_sub: producer_sub.map(str::to_owned),
         // Passed through untouched: the database stores the payload text as sent.
         payload: item.raw("payload").map_or("null", |p| p.get()),
     })

@@ -1,5 +1,6 @@
 //! Resources (spec §3.8): queue, partition, namespace and task listings, one queue's detail,
-//! queue delete and queue clear. Counts are computed by the database from the base tables for
+//! queue delete and queue clear. Listings leave out queues outside the caller's scopes; routes
+//! naming such a queue answer `403` (spec §1.6). Counts are computed by the database from the base tables for
 //! what each page shows (sql/functions/86_resources.sql).
 
 use axum::extract::{RawQuery, State};
@@ -9,6 +10,7 @@ use axum::routing::{delete, get};
 use axum::Router;
 use serde::Serialize;
 
+use super::access::Auth;
 use super::error::{json_response, ApiError};
 use super::names::{name_problem, path_name};
 use super::query::Query;
@@ -95,10 +97,12 @@ fn queues_query(query: &Query, name_chars_max: usize) -> Result<String, ApiError
 
 async fn queues(
     State(state): State<AppState>,
+    auth: Auth,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let request = queues_query(&Query::parse(raw.as_deref()), shared.config.name_chars_max)?;
+    let request = auth.scoped(request);
     let body = shared.db.queues_list(&request).await?;
     Ok(json_response(StatusCode::OK, body))
 }
@@ -117,6 +121,7 @@ fn queue_not_found() -> ApiError {
 
 async fn queue(
     State(state): State<AppState>,
+    auth: Auth,
     uri: Uri,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
@@ -127,6 +132,7 @@ async fn queue(
         "queue",
         shared.config.name_chars_max,
     )?;
+    auth.check_queue(&queue)?;
     let query = Query::parse(raw.as_deref());
     let request = to_json(&SqlQueueQuery {
         queue: &queue,
@@ -139,7 +145,11 @@ async fn queue(
     }
 }
 
-async fn queue_delete(State(state): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
+async fn queue_delete(
+    State(state): State<AppState>,
+    auth: Auth,
+    uri: Uri,
+) -> Result<Response, ApiError> {
     let shared = state.get();
     let queue = path_name(
         &uri,
@@ -147,12 +157,17 @@ async fn queue_delete(State(state): State<AppState>, uri: Uri) -> Result<Respons
         "queue",
         shared.config.name_chars_max,
     )?;
+    auth.check_queue(&queue)?;
     // Parked pops on the queue keep waiting (spec §3.8): nothing to wake.
     let body = shared.db.queue_delete(&queue).await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn queue_clear(State(state): State<AppState>, uri: Uri) -> Result<Response, ApiError> {
+async fn queue_clear(
+    State(state): State<AppState>,
+    auth: Auth,
+    uri: Uri,
+) -> Result<Response, ApiError> {
     let shared = state.get();
     let queue = path_name(
         &uri,
@@ -161,6 +176,7 @@ async fn queue_clear(State(state): State<AppState>, uri: Uri) -> Result<Response
         shared.config.name_chars_max,
     )
     .map_err(ApiError::unsuccessful)?;
+    auth.check_queue(&queue).map_err(ApiError::unsuccessful)?;
     let cleared = shared
         .db
         .queue_clear(&queue)
@@ -196,21 +212,31 @@ fn partitions_query(query: &Query, name_chars_max: usize) -> Result<String, ApiE
 
 async fn partitions(
     State(state): State<AppState>,
+    auth: Auth,
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let request = partitions_query(&Query::parse(raw.as_deref()), shared.config.name_chars_max)?;
+    let request = auth.scoped(request);
     let body = shared.db.partitions_list(&request).await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn namespaces(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let body = state.get().db.labels_list("namespace").await?;
+async fn namespaces(State(state): State<AppState>, auth: Auth) -> Result<Response, ApiError> {
+    let body = state
+        .get()
+        .db
+        .labels_list("namespace", auth.scopes_value())
+        .await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn tasks(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let body = state.get().db.labels_list("task").await?;
+async fn tasks(State(state): State<AppState>, auth: Auth) -> Result<Response, ApiError> {
+    let body = state
+        .get()
+        .db
+        .labels_list("task", auth.scopes_value())
+        .await?;
     Ok(json_response(StatusCode::OK, body))
 }
 

@@ -15,6 +15,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
+use super::access::Auth;
 use super::ack;
 use super::body::{self, BodyBytes, Object};
 use super::error::{json_response, ApiError};
@@ -24,7 +25,7 @@ use crate::db::DbError;
 use crate::encryption::Encryption;
 use crate::engine::json::{indexed_array, to_json};
 use crate::engine::{push_arrays, TransactionRequest};
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/transaction", post(transaction))
@@ -45,10 +46,14 @@ impl From<ApiError> for Failure {
     }
 }
 
-async fn transaction(State(state): State<AppState>, body: Result<BodyBytes, ApiError>) -> Response {
+async fn transaction(
+    State(state): State<AppState>,
+    auth: Auth,
+    body: Result<BodyBytes, ApiError>,
+) -> Response {
     // Names this transaction in the answer, whatever the outcome (spec §3.7).
     let id = Uuid::now_v7().to_string();
-    match run(&state, body).await {
+    match run(&state, &auth, body).await {
         Ok(results) => {
             let body = format!(
                 r#"{{"transactionId":{},"success":true,"results":{}}}"#,
@@ -65,7 +70,11 @@ async fn transaction(State(state): State<AppState>, body: Result<BodyBytes, ApiE
     }
 }
 
-async fn run(state: &AppState, body: Result<BodyBytes, ApiError>) -> Result<Vec<String>, Failure> {
+async fn run(
+    state: &AppState,
+    auth: &Auth,
+    body: Result<BodyBytes, ApiError>,
+) -> Result<Vec<String>, Failure> {
     let BodyBytes(bytes) = body?;
     let shared = state.get();
     let config = &shared.config;
@@ -80,7 +89,8 @@ async fn run(state: &AppState, body: Result<BodyBytes, ApiError>) -> Result<Vec<
             .field("operations")
             .into());
     }
-    let operations = parse_operations(&operations, config)?;
+    let operations = parse_operations(&operations, config, auth.sub())?;
+    check_scopes(shared, auth, &operations).await?;
     let encryption = &shared.encryption;
     // A queue this instance did not know to encrypt refuses plaintext inside the database; each
     // refusal teaches one queue, so a few attempts seal every queue that needs it.
@@ -133,10 +143,42 @@ fn refused_plaintext(detail: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Refuses the whole transaction (`403 forbidden`) when one of its pushes or acks names a queue
+/// outside the caller's scopes (spec §1.6). Acks name partitions: they are looked up only when
+/// the caller has scopes.
+async fn check_scopes(
+    shared: &Shared,
+    auth: &Auth,
+    operations: &[Operation<'_>],
+) -> Result<(), ApiError> {
+    if auth.scopes().is_none() {
+        return Ok(());
+    }
+    let mut partitions = Vec::new();
+    for operation in operations {
+        match operation {
+            Operation::Ack(_, partition_id) => {
+                partitions.push(ack::canonical_partition(partition_id));
+            }
+            Operation::Push(items) => {
+                for item in items {
+                    auth.check_queue(&item.queue)?;
+                }
+            }
+        }
+    }
+    if !partitions.is_empty() {
+        for queue in shared.db.partition_queues(&partitions).await?.values() {
+            auth.check_queue(queue)?;
+        }
+    }
+    Ok(())
+}
+
 /// One validated operation.
 enum Operation<'a> {
-    /// A `regina.ack` element.
-    Ack(String),
+    /// A `regina.ack` element, and the partition id it names.
+    Ack(String, String),
     /// Pushed items with their identities fixed.
     Push(Vec<PreparedItem<'a>>),
 }
@@ -146,6 +188,7 @@ enum Operation<'a> {
 fn parse_operations<'a>(
     operations: &[&'a RawValue],
     config: &Config,
+    producer_sub: Option<&str>,
 ) -> Result<Vec<Operation<'a>>, ApiError> {
     let limit = config.transaction_operations_max;
     let mut count = 0usize;
@@ -155,8 +198,8 @@ fn parse_operations<'a>(
         match op.opt_string("type")?.as_deref() {
             Some("ack") => {
                 let mut ack = String::new();
-                ack::write_item(&mut ack, &op, None, config.name_chars_max)?;
-                out.push(Operation::Ack(ack));
+                let key = ack::write_item(&mut ack, &op, None, config.name_chars_max)?;
+                out.push(Operation::Ack(ack, key.partition_id));
                 count += 1;
             }
             Some("push") => {
@@ -165,7 +208,13 @@ fn parse_operations<'a>(
                     return Err(too_many(limit));
                 }
                 let path = format!("operations[{position}].items");
-                let prepared = push_items::prepare_at(&items, &path, count, config.name_chars_max)?;
+                let prepared = push_items::prepare_at(
+                    &items,
+                    &path,
+                    count,
+                    config.name_chars_max,
+                    producer_sub,
+                )?;
                 count += prepared.len();
                 out.push(Operation::Push(prepared));
             }
@@ -193,7 +242,7 @@ fn render_request(operations: &[Operation<'_>], encryption: &Encryption) -> Tran
             out.push(',');
         }
         match operation {
-            Operation::Ack(ack) => {
+            Operation::Ack(ack, _) => {
                 out.push_str(r#"{"type":"ack","ack":"#);
                 out.push_str(ack);
                 out.push('}');
@@ -288,7 +337,7 @@ mod tests {
             .map_err(|e| format!("{e:?}"))?
             .unwrap_or_default();
         let encryption = Encryption::from_config(&config).map_err(|e| format!("{e:?}"))?;
-        parse_operations(&operations, &config)
+        parse_operations(&operations, &config, None)
             .map(|ops| render_request(&ops, &encryption))
             .map_err(|e| format!("{e:?}"))
     }

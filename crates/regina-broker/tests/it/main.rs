@@ -4,10 +4,16 @@
 // Tests fail loudly: unwrapping is the point.
 #![allow(clippy::unwrap_used)]
 
+mod jwt;
 mod support;
 
 mod ack;
 mod ack_effects;
+mod auth;
+mod auth_jwks;
+mod auth_producer_sub;
+mod auth_scopes;
+mod auth_tokens;
 mod background_jobs;
 mod capacity;
 mod concurrency;

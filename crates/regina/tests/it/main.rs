@@ -7,6 +7,7 @@
 mod support;
 
 mod admin;
+mod auth;
 mod dlq;
 mod errors;
 mod pop_ack;

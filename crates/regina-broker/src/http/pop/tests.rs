@@ -88,10 +88,22 @@ fn selector_pops_send_no_queue() {
     let target = Target::Selector {
         namespace: Some("billing".into()),
         task: None,
+        scopes: None,
     };
     let value = sql(&parse("", target).expect("valid"));
     assert_eq!(value["queue"], serde_json::Value::Null);
     assert_eq!(value["namespace"], "billing");
+    assert!(
+        value.get("scopes").is_none(),
+        "unscoped pops send no scopes"
+    );
+    let scoped = Target::Selector {
+        namespace: Some("billing".into()),
+        task: None,
+        scopes: Some(vec!["billing.*".into()]),
+    };
+    let value = sql(&parse("", scoped).expect("valid"));
+    assert_eq!(value["scopes"], serde_json::json!(["billing.*"]));
 }
 
 #[test]

@@ -40,7 +40,7 @@ fn prepared_with(
         .opt_array("items")
         .map_err(|e| format!("{e:?}"))?
         .unwrap_or_default();
-    let items = prepare(&items, 255).map_err(|e| format!("{e:?}"))?;
+    let items = prepare(&items, 255, None).map_err(|e| format!("{e:?}"))?;
     let request = PushRequest::from(render(&items, encryption, |queue| sealed.contains(&queue)));
     let mut parsed: Vec<serde_json::Value> =
         serde_json::from_str(&format!("[{}]", request.items)).map_err(|e| e.to_string())?;

@@ -1,0 +1,315 @@
+//! Catalogue entries of spec §3.1–3.7: health and description, configure, push, pop, ack, lease
+//! extension, transaction.
+
+use serde_json::{json, Value};
+
+use super::schemas::{
+    any, array, boolean, integer, map_of, name, named, nullable, number, object, object_req,
+    string, time, uuid,
+};
+use super::{choice, flag, instant, int, text, Access, Param, Route};
+use crate::config::defaults;
+
+const HEALTH: &str = "health";
+const QUEUES: &str = "queues";
+const MESSAGING: &str = "messaging";
+
+pub(super) fn routes() -> Vec<Route> {
+    let mut all = health_routes();
+    all.extend(produce_routes());
+    all.extend(consume_routes());
+    all
+}
+
+fn health_routes() -> Vec<Route> {
+    vec![
+        Route::get("/health", Access::Public, HEALTH)
+            .summary("Whether this instance can reach PostgreSQL")
+            .ok(200, "Healthy", health())
+            .errors(&[503]),
+        Route::get("/metrics", Access::Public, HEALTH)
+            .summary("This instance's counters as JSON")
+            .ok(200, "Counters of this instance", metrics()),
+        Route::get("/metrics/prometheus", Access::Public, HEALTH)
+            .summary("Metrics in the Prometheus text format 0.0.4")
+            .ok_as(
+                200,
+                "Prometheus exposition",
+                Some(("text/plain; version=0.0.4", json!({"type": "string"}))),
+            ),
+        Route::get("/api/openapi.json", Access::Public, HEALTH)
+            .summary("This OpenAPI document")
+            .ok(200, "OpenAPI 3.1 document", json!({"type": "object"})),
+    ]
+}
+
+fn produce_routes() -> Vec<Route> {
+    vec![
+        Route::post("/api/v1/configure", Access::ReadWrite, QUEUES)
+            .summary("Create a queue or change its configuration (options merge)")
+            .body(object_req(
+                &[
+                    ("queue", name()),
+                    ("namespace", nullable(string())),
+                    ("task", nullable(string())),
+                    ("options", named("QueueOptions")),
+                ],
+                &["queue"],
+            ))
+            .ok(200, "Configuration changed", configured())
+            .ok(201, "Queue created", configured()),
+        Route::post("/api/v1/push", Access::ReadWrite, MESSAGING)
+            .summary("Push messages; per-item outcomes in input order")
+            .body(object_req(
+                &[("items", array(named("PushItem")))],
+                &["items"],
+            ))
+            .ok(
+                201,
+                "Every item queued, duplicate or buffered",
+                push_results(),
+            )
+            .ok_as(
+                429,
+                "Some items rejected for capacity (queue_full); the array tells which",
+                Some(("application/json", push_results())),
+            ),
+    ]
+}
+
+fn consume_routes() -> Vec<Route> {
+    vec![
+        Route::get("/api/v1/pop/queue/{queue}", Access::ReadWrite, MESSAGING)
+            .summary("Claim partitions of a queue and receive messages")
+            .query(pop_params(false))
+            .ok(200, "Messages delivered", pop_body())
+            .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
+        Route::get(
+            "/api/v1/pop/queue/{queue}/partition/{partition}",
+            Access::ReadWrite,
+            MESSAGING,
+        )
+        .summary("Claim one partition and receive messages")
+        .query(pop_params(false))
+        .ok(200, "Messages delivered", pop_body())
+        .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
+        Route::get("/api/v1/pop", Access::ReadWrite, MESSAGING)
+            .summary("Pop across the queues of a namespace and/or task, in priority order")
+            .query(pop_params(true))
+            .ok(200, "Messages delivered", pop_body())
+            .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
+        Route::post("/api/v1/ack", Access::ReadWrite, MESSAGING)
+            .summary("Acknowledge one message")
+            .body(named("Ack"))
+            .ok(200, "The outcome, in-band", array(named("AckResult"))),
+        Route::post("/api/v1/ack/batch", Access::ReadWrite, MESSAGING)
+            .summary("Acknowledge many messages")
+            .body(object_req(
+                &[
+                    ("acknowledgments", array(named("Ack"))),
+                    ("consumerGroup", nullable(name())),
+                ],
+                &["acknowledgments"],
+            ))
+            .ok(
+                200,
+                "Outcomes in input order, in-band",
+                array(named("AckResult")),
+            ),
+        Route::post(
+            "/api/v1/lease/{leaseId}/extend",
+            Access::ReadWrite,
+            MESSAGING,
+        )
+        .summary("Extend every partition lease held by a pop's lease")
+        .body(object(&[(
+            "seconds",
+            json!({"type": "integer", "minimum": 1, "maximum": 86_400}),
+        )]))
+        .ok(200, "The outcome, in-band", array(lease_result())),
+        Route::post("/api/v1/transaction", Access::ReadWrite, MESSAGING)
+            .summary("Pushes and acks committed together or not at all")
+            .body(object_req(
+                &[
+                    ("operations", array(operation())),
+                    ("requiredLeases", any()),
+                ],
+                &["operations"],
+            ))
+            .ok(200, "Committed", transaction_body())
+            .errors(&[404, 409, 429]),
+    ]
+}
+
+fn health() -> Value {
+    object(&[
+        (
+            "status",
+            json!({"type": "string", "enum": ["healthy", "unhealthy"]}),
+        ),
+        (
+            "database",
+            json!({"type": "string", "enum": ["connected", "disconnected"]}),
+        ),
+        ("server", string()),
+        ("version", string()),
+        ("worker_id", string()),
+        ("uptimeSeconds", number()),
+        ("maintenanceMode", boolean()),
+        ("popMaintenanceMode", boolean()),
+        (
+            "failoverBuffer",
+            object(&[("pending", integer()), ("healthy", boolean())]),
+        ),
+    ])
+}
+
+fn metrics() -> Value {
+    let rate = || object(&[("total", integer()), ("rate", number())]);
+    object(&[
+        ("uptime", number()),
+        ("requests", rate()),
+        ("messages", rate()),
+        (
+            "database",
+            object(&[
+                ("poolSize", integer()),
+                ("idleConnections", integer()),
+                ("waitingRequests", integer()),
+            ]),
+        ),
+        ("memory", object(&[("rssBytes", integer())])),
+        (
+            "cpu",
+            object(&[("userSeconds", number()), ("systemSeconds", number())]),
+        ),
+        ("longPoll", object(&[("waiters", integer())])),
+    ])
+}
+
+fn configured() -> Value {
+    object(&[
+        ("configured", boolean()),
+        ("created", boolean()),
+        ("queueId", uuid()),
+        ("partitionId", uuid()),
+        ("queue", string()),
+        ("namespace", nullable(string())),
+        ("task", nullable(string())),
+        ("options", named("QueueOptions")),
+    ])
+}
+
+fn push_results() -> Value {
+    array(named("PushResult"))
+}
+
+fn pop_params(selector: bool) -> Vec<Param> {
+    let mut params = vec![
+        int(
+            "batch",
+            1,
+            Some(i64::from(defaults::POP_BATCH_MAX)),
+            Some(i64::from(defaults::DEFAULT_BATCH_SIZE)),
+            "Most messages in the answer, across all claimed partitions (limit POP_BATCH_MAX)",
+        ),
+        int(
+            "partitions",
+            1,
+            Some(i64::from(defaults::POP_PARTITIONS_MAX)),
+            Some(1),
+            "Most partitions claimed (limit POP_PARTITIONS_MAX)",
+        ),
+        flag(
+            "wait",
+            false,
+            "Long-poll until a message arrives or the timeout",
+        ),
+        int(
+            "timeout",
+            0,
+            Some(defaults::POP_TIMEOUT_MS_MAX as i64),
+            Some(defaults::DEFAULT_TIMEOUT_MS as i64),
+            "Long-poll deadline, milliseconds (limit POP_TIMEOUT_MS_MAX)",
+        ),
+        Param {
+            name: "consumerGroup",
+            schema: json!({"type": "string", "minLength": 1, "maxLength": 255,
+                           "default": "__QUEUE_MODE__"}),
+            description: "Consumer group (queue mode by default)",
+        },
+        flag("autoAck", false, "Settle on delivery (at most once)"),
+        choice(
+            "subscriptionMode",
+            &["all", "new", "new-only"],
+            None,
+            "Where a new group starts (default DEFAULT_SUBSCRIPTION_MODE)",
+        ),
+        instant(
+            "subscriptionFrom",
+            "Where a new group starts: `now` or a timestamp",
+        ),
+    ];
+    if selector {
+        params.push(text(
+            "namespace",
+            "Queues of this namespace (namespace or task required)",
+        ));
+        params.push(text(
+            "task",
+            "Queues of this task (namespace or task required)",
+        ));
+    }
+    params
+}
+
+fn pop_body() -> Value {
+    object(&[
+        ("success", boolean()),
+        ("queue", string()),
+        ("partition", string()),
+        ("partitionId", uuid()),
+        ("leaseId", string()),
+        ("consumerGroup", string()),
+        ("partitionsClaimed", integer()),
+        ("messages", array(named("Message"))),
+    ])
+}
+
+fn lease_result() -> Value {
+    object(&[
+        ("index", integer()),
+        ("leaseId", string()),
+        ("success", boolean()),
+        ("error", nullable(string())),
+        ("code", nullable(string())),
+        ("expiresAt", nullable(time())),
+        ("newExpiresAt", nullable(time())),
+    ])
+}
+
+fn operation() -> Value {
+    json!({"oneOf": [
+        object_req(&[
+            ("type", json!({"const": "push"})),
+            ("items", array(named("PushItem"))),
+        ], &["type", "items"]),
+        object_req(&[
+            ("type", json!({"const": "ack"})),
+            ("transactionId", string()),
+            ("partitionId", uuid()),
+            ("status", string()),
+            ("consumerGroup", nullable(name())),
+            ("leaseId", nullable(string())),
+            ("error", nullable(string())),
+        ], &["type", "transactionId", "partitionId"]),
+    ]})
+}
+
+fn transaction_body() -> Value {
+    object(&[
+        ("transactionId", uuid()),
+        ("success", boolean()),
+        ("results", array(map_of(any()))),
+    ])
+}
