@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt as _;
 
-pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode};
+pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode, WebappRoot};
 pub use error::Error;
 pub use http::app;
 pub use state::AppState;

@@ -13,6 +13,7 @@ use crate::engine::Engine;
 use crate::error::Error;
 use crate::failover::{Failover, MaintenanceKind};
 use crate::http::metrics::Metrics;
+use crate::http::webapp::Site;
 use crate::services::Services;
 use crate::waiters::Waiters;
 
@@ -35,6 +36,8 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) metrics: Metrics,
     pub(crate) encryption: Encryption,
+    /// The dashboard served at `/` (`WEBAPP_ROOT`).
+    pub(crate) site: Site,
     services: Mutex<Option<Services>>,
 }
 
@@ -47,6 +50,7 @@ impl AppState {
     /// [`Error::Connect`] when PostgreSQL is unreachable.
     pub async fn start(config: Config) -> Result<AppState, Error> {
         let encryption = Encryption::from_config(&config)?;
+        let site = Site::open(&config.webapp_root)?;
         let cors_origin = HeaderValue::from_str(&config.cors_allow_origin).map_err(|_| {
             Error::Config("CORS_ALLOW_ORIGIN is not a valid header value".to_owned())
         })?;
@@ -88,6 +92,7 @@ impl AppState {
             started,
             metrics: Metrics::new(started),
             encryption,
+            site,
             services: Mutex::new(Some(services)),
         };
         Ok(AppState {

@@ -22,6 +22,7 @@ mod resources;
 mod streams;
 mod timestamp;
 mod transaction;
+pub(crate) mod webapp;
 
 use std::time::Instant;
 
@@ -58,7 +59,8 @@ pub fn app(state: AppState) -> Router {
         .merge(resources::routes())
         .merge(messages::routes())
         .merge(streams::routes())
-        .fallback(not_found)
+        // The dashboard for `GET`s outside the API; the JSON 404 of an unknown route otherwise.
+        .fallback_service(webapp::router(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
     // The edge layer sits outside the routing router so it can normalise the path first.

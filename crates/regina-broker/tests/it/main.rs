@@ -38,3 +38,4 @@ mod sql;
 mod subscription;
 mod transaction;
 mod visibility;
+mod webapp;
