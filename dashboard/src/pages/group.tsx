@@ -14,6 +14,9 @@ import { pathOf } from "../query";
 
 type Partitions = ConsumerGroupDetail[string]["partitions"];
 
+/** Partitions listed per queue, most lagging first; the stats above the table count them all. */
+const PARTITION_ROWS_MAX = 200;
+
 /** A seek waiting for confirmation: a whole queue or one partition, to the end or to an instant. */
 interface Seek {
   queue: string;
@@ -206,12 +209,17 @@ function QueuePanel(props: {
             ),
           },
         ]}
-        rows={[...partitions].sort(
-          (a, b) => b.offsetLag - a.offsetLag || a.partition.localeCompare(b.partition),
-        )}
+        rows={[...partitions]
+          .sort((a, b) => b.offsetLag - a.offsetLag || a.partition.localeCompare(b.partition))
+          .slice(0, PARTITION_ROWS_MAX)}
         rowKey={(p) => p.partition}
         empty="No partition yet."
       />
+      {partitions.length > PARTITION_ROWS_MAX && (
+        <p class="muted">
+          The {PARTITION_ROWS_MAX} most lagging of {count(partitions.length)} partitions are listed.
+        </p>
+      )}
     </Panel>
   );
 }

@@ -139,11 +139,11 @@ function Totals(props: { detail: QueueDetail }) {
     <div class="stats">
       <Stat label="Partitions" value={count(props.detail.partitionCount)} />
       <Stat label="Messages" value={count(t.total)} />
-      <Stat label="Depth" value={count(t.pending + t.processing)} hint="not completed by every group" />
+      <Stat label="Depth" value={count(t.pending + t.processing)} hint="not done by all groups" />
       <Stat label="Pending" value={count(t.pending)} tone="blue" />
       <Stat label="Processing" value={count(t.processing)} tone="amber" />
       <Stat label="Completed" value={count(t.completed)} tone="green" />
-      <Stat label="Failing heads" value={count(t.failed)} hint="retrying after a failure" />
+      <Stat label="Failing heads" value={count(t.failed)} hint="awaiting a retry" />
       <Stat label="Dead letters" value={count(t.deadLetter)} tone={t.deadLetter ? "red" : ""} />
     </div>
   );
