@@ -54,7 +54,7 @@ export async function served(path: string, token?: string): Promise<boolean> {
 }
 
 /**
- * A headless Chromium with a fresh, throw-away profile (`--user-data-dir`) and a laptop-sized
+ * A headless Chromium with a fresh, throw-away profile (`--user-data-dir`) and a laptop's
  * viewport; `close()` removes the profile too.
  */
 export async function launch(): Promise<{ context: BrowserContext; close: () => Promise<void> }> {
@@ -72,7 +72,7 @@ export async function launch(): Promise<{ context: BrowserContext; close: () => 
       "--no-first-run",
       "--disable-quic",
     ],
-    viewport: { width: 1440, height: 900 },
+    viewport: { width: 1366, height: 768 },
     baseURL: BROKER,
   });
   return {

@@ -64,7 +64,8 @@ export const PAGE_SIZES = [25, 50, 100, 200];
 
 /**
  * Paging of a server-side listing: the range shown, the total when the broker tells it (else
- * whether there is more), previous/next and the page size.
+ * whether there is more), previous/next and the page size. `offset` is that of the rows shown
+ * (the broker's, where it says), so the range stays true while the next page loads.
  */
 export function Pager(props: {
   offset: number;

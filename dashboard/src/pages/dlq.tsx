@@ -135,7 +135,7 @@ export function DlqPage() {
                 empty="No dead letters match. Failed messages land here after their last retry."
               />
               <Pager
-                offset={offset}
+                offset={list.pagination.offset}
                 limit={limit}
                 shown={list.messages.length}
                 total={list.total}

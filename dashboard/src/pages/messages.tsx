@@ -126,7 +126,7 @@ export function MessagesPage() {
                 empty="No message matches these filters in this time range."
               />
               <Pager
-                offset={offset}
+                offset={list.pagination.offset}
                 limit={limit}
                 shown={list.messages.length}
                 hasMore={list.pagination.hasMore}

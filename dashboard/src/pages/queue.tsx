@@ -234,7 +234,7 @@ function Partitions(props: { queue: string }) {
               }
             />
             <Pager
-              offset={offset}
+              offset={list.pagination.offset}
               limit={limit}
               shown={list.partitions.length}
               total={list.pagination.total}

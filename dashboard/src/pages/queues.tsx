@@ -32,7 +32,11 @@ export function QueuesPage() {
     <>
       <PageHeader
         title="Queues"
-        subtitle={total === undefined ? "Every queue, ordered by name" : `${count(total)} queues match`}
+        subtitle={
+          total === undefined
+            ? "Every queue, ordered by name"
+            : `${count(total)} ${total === 1 ? "queue matches" : "queues match"}`
+        }
       />
       <Panel>
         <div class="toolbar">
@@ -103,7 +107,7 @@ export function QueuesPage() {
                 }
               />
               <Pager
-                offset={offset}
+                offset={list.pagination.offset}
                 limit={limit}
                 shown={list.queues.length}
                 total={list.pagination.total}

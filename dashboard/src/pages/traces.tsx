@@ -50,7 +50,7 @@ function Names() {
                 empty="No trace names yet. Consumers record events with POST /api/v1/traces."
               />
               <Pager
-                offset={offset}
+                offset={list.pagination.offset}
                 limit={limit}
                 shown={list.trace_names.length}
                 total={list.total}
@@ -120,7 +120,7 @@ function Events(props: { name: string }) {
                   empty="No events carry this name."
                 />
                 <Pager
-                  offset={offset}
+                  offset={list.pagination.offset}
                   limit={limit}
                   shown={list.traces.length}
                   total={list.total}
