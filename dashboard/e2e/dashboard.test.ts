@@ -106,7 +106,8 @@ describe("dashboard", () => {
     }
     if (await served("/api/v1/status")) {
       await page.getByTestId("throughput").locator("canvas").first().waitFor();
-      await page.getByTestId("workers").locator("tbody tr").first().waitFor();
+      // Each instance reports itself every STATS_INTERVAL_MS (1 s here).
+      await rows(page.getByTestId("workers").locator("table")).first().waitFor();
     } else {
       await page.getByTestId("throughput").getByText("route_not_found").waitFor();
       await page.getByTestId("workers").getByText("route_not_found").waitFor();

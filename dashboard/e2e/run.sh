@@ -28,7 +28,7 @@ STATS_INTERVAL_MS=1000 REGINA_ENCRYPTION_KEY=$(printf '5a%.0s' {1..32}) DB_STATE
   ../sdks/run-tests.sh node --import tsx --test --test-reporter=spec --test-reporter=tap \
   --test-reporter-destination=stdout --test-reporter-destination="$report" e2e/dashboard.test.ts || status=$?
 JWT_ENABLED=true JWT_SECRET=dashboard-e2e-secret JWT_ALGORITHM=HS256 \
-  ../sdks/run-tests.sh env JWT_SECRET=dashboard-e2e-secret node --import tsx --test --test-reporter=spec \
+  ../sdks/run-tests.sh node --import tsx --test --test-reporter=spec \
   --test-reporter=tap --test-reporter-destination=stdout --test-reporter-destination="$report.auth" \
   e2e/auth.test.ts || status=$?
 

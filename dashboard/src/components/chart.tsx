@@ -48,7 +48,7 @@ export function TimeChart(props: {
           stroke: "#6b7280",
           grid: { stroke: "#eef0f3" },
           ticks: { stroke: "#e5e7eb" },
-          size: 56,
+          size: 70,
           values: (_u, splits) => splits.map((v) => value(v)),
         },
       ],
@@ -80,7 +80,11 @@ export function TimeChart(props: {
   }, [shape, height, format]);
 
   useEffect(() => {
-    plot.current?.setData([props.times, ...props.lines.map((l) => l.values)]);
+    const chart = plot.current;
+    if (!chart) return;
+    chart.setData([props.times, ...props.lines.map((l) => l.values)]);
+    // Without a pointer over the chart, the legend shows the latest values.
+    if (props.times.length > 0) chart.setLegend({ idx: props.times.length - 1 });
   }, [props.times, props.lines]);
 
   return <div ref={box} class="chart" style={{ minHeight: `${height + 32}px` }} data-testid={props.testId} />;

@@ -29,18 +29,10 @@ export function Panel(props: {
 /** A failed call: the broker's text and code, and a retry button when one is given. */
 export function ErrorBox(props: { error: Failure; retry?: () => void; compact?: boolean }) {
   const { error } = props;
-  const forbidden = error.status === 403;
-  const missing = error.status === 404 && error.code === "route_not_found";
   return (
     <div class={`error-box ${props.compact ? "compact" : ""}`} role="alert" data-testid="error">
       <div class="error-text">
-        <strong>
-          {forbidden
-            ? "Insufficient permissions"
-            : missing
-              ? "Not available on this broker"
-              : "Request failed"}
-        </strong>
+        <strong>{errorTitle(error)}</strong>
         <span class="error-message">{error.message}</span>
         <code class="error-code">{error.code}</code>
         {error.status !== null && <span class="error-status">HTTP {error.status}</span>}
@@ -52,6 +44,16 @@ export function ErrorBox(props: { error: Failure; retry?: () => void; compact?: 
       )}
     </div>
   );
+}
+
+function errorTitle(error: Failure): string {
+  if (error.status === null) return "Broker unreachable";
+  if (error.status === 401) return "Authentication required";
+  if (error.status === 403) return "Insufficient permissions";
+  if (error.status === 404)
+    return error.code === "route_not_found" ? "Not available on this broker" : "Not found";
+  if (error.status >= 500) return "Broker error";
+  return "Request failed";
 }
 
 /** Nothing to show: a quiet sentence in the place of the content. */

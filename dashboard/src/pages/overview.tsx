@@ -30,7 +30,7 @@ export function OverviewPage() {
       <Panel title="Cluster" testId="cluster">
         <Loaded resource={overview} lines={2}>
           {(o) => (
-            <div class="stats">
+            <div class="stats eight">
               <Stat label="Queues" value={count(o.queues)} hint={`${count(o.namespaces)} namespaces`} />
               <Stat label="Partitions" value={count(o.partitions)} hint={`${count(o.tasks)} tasks`} />
               <Stat
@@ -233,9 +233,14 @@ function WorkersPanel(props: { status: Resource<SystemStatus> }) {
         {(s) => (
           <Table
             columns={[
-              { label: "Instance", cell: (w) => <code>{w.workerId}</code> },
-              { label: "Host", cell: (w) => w.hostname },
-              { label: "Version", cell: (w) => w.version },
+              {
+                label: "Instance",
+                cell: (w) => (
+                  <span title={`${w.hostname} · version ${w.version} · started ${w.startedAt}`}>
+                    <code>{w.workerId}</code>
+                  </span>
+                ),
+              },
               { label: "Requests/s", numeric: true, cell: (w) => rate(w.requestsPerSecond) },
               { label: "Waiters", numeric: true, cell: (w) => count(w.longPollWaiters) },
               { label: "Last seen", cell: (w) => <Time value={w.lastSeen} /> },

@@ -11,9 +11,9 @@ import { ActionButton, ActionResult } from "../components/action";
 import { ConfirmDialog } from "../components/dialog";
 import { SearchField } from "../components/search";
 import { Pager, Table } from "../components/table";
-import { Badge, Facts, Loaded, PageHeader, Panel, Stat, Time } from "../components/ui";
+import { Badge, ErrorBox, Facts, Loaded, PageHeader, Panel, Stat, Time } from "../components/ui";
 import { count, duration, groupName } from "../format";
-import { useAction, useResource } from "../hooks";
+import { useAction, useResource, type Resource } from "../hooks";
 import { intParam, pathOf, useQueryParams } from "../query";
 
 export function QueuePage(props: { name: string }) {
@@ -29,6 +29,7 @@ export function QueuePage(props: { name: string }) {
   const remove = useAction("admin");
   const [, navigate] = useLocation();
   const q = detail.data;
+  const missing = detail.error?.code === "queue_not_found";
 
   return (
     <>
@@ -54,6 +55,7 @@ export function QueuePage(props: { name: string }) {
             <ActionButton
               level="admin"
               action={clear}
+              disabled={!q}
               onClick={() => setConfirming("clear")}
               testId="clear-queue"
             >
@@ -62,6 +64,7 @@ export function QueuePage(props: { name: string }) {
             <ActionButton
               level="admin"
               action={remove}
+              disabled={!q}
               tone="danger"
               onClick={() => setConfirming("delete")}
               testId="delete-queue"
@@ -113,6 +116,25 @@ export function QueuePage(props: { name: string }) {
           letters and traces. This cannot be undone.
         </ConfirmDialog>
       )}
+      {missing && detail.error ? (
+        <Panel>
+          <ErrorBox error={detail.error} retry={detail.reload} />
+          <p class="muted">
+            No queue is named <strong>{name}</strong>: it may have been deleted.{" "}
+            <Link href="/queues">All queues</Link>
+          </p>
+        </Panel>
+      ) : (
+        <QueueBody name={name} detail={detail} />
+      )}
+    </>
+  );
+}
+
+function QueueBody(props: { name: string; detail: Resource<QueueDetail> }) {
+  const { name, detail } = props;
+  return (
+    <>
       <Panel title="Totals" testId="queue-totals">
         <Loaded resource={detail} lines={2}>
           {(d) => <Totals detail={d} />}
@@ -136,7 +158,7 @@ export function QueuePage(props: { name: string }) {
 function Totals(props: { detail: QueueDetail }) {
   const t = props.detail.totals;
   return (
-    <div class="stats">
+    <div class="stats eight">
       <Stat label="Partitions" value={count(props.detail.partitionCount)} />
       <Stat label="Messages" value={count(t.total)} />
       <Stat label="Depth" value={count(t.pending + t.processing)} hint="not done by all groups" />
