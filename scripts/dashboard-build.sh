@@ -9,8 +9,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-  message="dashboard: Node.js 20 and npm are needed to build the web dashboard"
+usable_node() {
+  command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1 &&
+    node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'
+}
+
+if ! usable_node; then
+  message="dashboard: Node.js >= 20 and npm are needed to build the web dashboard"
   if [[ ${1:-} == --optional ]]; then
     echo "$message; skipped (the broker serves a page saying how to build it)" >&2
     exit 0
