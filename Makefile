@@ -98,4 +98,4 @@ dashboard-test: ensure-postgres ## Dashboard: type-check, lint, browser tests (h
 	@bash scripts/dashboard-build.sh
 	cd dashboard && npm run --silent typecheck && npm run --silent lint
 	$(CARGO) build --release -p regina
-	REGINA_BIN=$(REGINA) bash dashboard/e2e/run.sh
+	REGINA_BIN=$(REGINA) SCREENSHOT_DIR=$(TARGET_DIR)/dashboard-screenshots bash dashboard/e2e/run.sh
