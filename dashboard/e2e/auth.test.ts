@@ -25,6 +25,8 @@ function token(role: string, secret = SECRET): string {
 let context: BrowserContext;
 let close: () => Promise<void>;
 let enforced = false;
+/** A message of QUEUE, pushed with an admin token. */
+let message: { partitionId: string; transactionId: string };
 
 before(async () => {
   const anonymous = await call("GET", "/api/v1/resources/queues");
@@ -32,6 +34,14 @@ before(async () => {
   if (enforced) {
     const configured = await call("POST", "/api/v1/configure", { queue: QUEUE, options: {} }, token("admin"));
     assert.ok(configured.status === 200 || configured.status === 201, JSON.stringify(configured.body));
+    const pushed = await call(
+      "POST",
+      "/api/v1/push",
+      { items: [{ queue: QUEUE, payload: { n: 1 } }] },
+      token("admin"),
+    );
+    assert.equal(pushed.status, 201, JSON.stringify(pushed.body));
+    message = { partitionId: pushed.body[0].partition_id, transactionId: pushed.body[0].transaction_id };
   }
   ({ context, close } = await launch());
 });
@@ -79,17 +89,27 @@ describe("sign-in", () => {
     await page.goto("/maintenance");
     await page.getByTestId("login").getByLabel("Token").fill(token("read-only"));
     await page.getByTestId("login").getByRole("button", { name: "Sign in" }).click();
-    // The maintenance state is for admins only.
-    await page.getByTestId("switches").getByText("Insufficient permissions").waitFor();
+    // The switches are for admins only: their refusal disables every admin action.
+    await page.getByTestId("switches").getByText("Insufficient permissions").first().waitFor();
+    await page.getByTestId("permissions-banner").getByText("administrative actions").waitFor();
+    assert.equal(await page.getByTestId("refresh-stats").isDisabled(), true);
 
-    // The token stays for this tab across reloads.
-    await page.goto(`/queues/${QUEUE}`);
+    // The token stays for this tab across reloads; admin actions stay disabled in the session.
+    await page.getByRole("link", { name: "Queues" }).click();
+    await page.getByTestId("queues-table").getByRole("link", { name: QUEUE }).click();
     await page.getByTestId("queue-options").getByText("Retry limit").waitFor();
-    await page.getByTestId("clear-queue").click();
-    await page.getByTestId("confirm-dialog").getByRole("button", { name: "Clear queue" }).click();
-    await page.getByTestId("permissions-banner").getByText("Insufficient permissions").waitFor();
     assert.equal(await page.getByTestId("clear-queue").isDisabled(), true);
     assert.equal(await page.getByTestId("delete-queue").isDisabled(), true);
+
+    // A read-write action refused with 403 disables every action.
+    await page.goto(`/messages/${message.partitionId}/${message.transactionId}`);
+    await page.getByTestId("payload-json").waitFor();
+    await page.getByTestId("move-to-dlq").click();
+    await page.getByTestId("confirm-dialog").getByRole("button", { name: "Move to DLQ" }).click();
+    await page.getByTestId("error").getByText("forbidden").waitFor();
+    await page.getByTestId("permissions-banner").getByText("may not change anything").waitFor();
+    assert.equal(await page.getByTestId("move-to-dlq").isDisabled(), true);
+    assert.equal(await page.getByTestId("delete-message").isDisabled(), true);
     await screenshot(page, "insufficient-permissions");
     assert.deepEqual(errors, []);
   });

@@ -1,12 +1,12 @@
 /** Maintenance: the push and pop switches, this instance's failover buffer, and a stats refresh. */
 
-import { useState } from "preact/hooks";
+import { useContext, useEffect, useState } from "preact/hooks";
 import { admin } from "../api";
 import { ActionButton, ActionResult } from "../components/action";
 import { ConfirmDialog } from "../components/dialog";
 import { Badge, Facts, Loaded, PageHeader, Panel, Time } from "../components/ui";
 import { bytes, count } from "../format";
-import { useAction, useResource } from "../hooks";
+import { PermissionsContext, useAction, useResource } from "../hooks";
 
 type Switch = "push" | "pop";
 
@@ -16,6 +16,12 @@ export function MaintenancePage() {
   const toggle = useAction("admin");
   const refresh = useAction("admin");
   const [confirming, setConfirming] = useState<Switch | null>(null);
+  const { deny } = useContext(PermissionsContext);
+  // The switches are for admins only: a refusal to read them means admin actions will fail too.
+  const forbidden = state.error?.status === 403;
+  useEffect(() => {
+    if (forbidden) deny("admin");
+  }, [forbidden, deny]);
 
   function flip(which: Switch, enabled: boolean) {
     setConfirming(null);
