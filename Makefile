@@ -1,7 +1,8 @@
 # Regina — the commands a developer and CI need. `make help` lists them.
 #
 # `make run` needs nothing but this checkout: without DATABASE_URL or PG_* settings the broker
-# starts a private PostgreSQL cluster under .regina/ and stops it on Ctrl-C.
+# starts a private PostgreSQL cluster under .regina/ and stops it on Ctrl-C. It builds the web
+# dashboard first (Node.js and npm), which the broker embeds and serves at http://localhost:6632/.
 
 .DEFAULT_GOAL := help
 SHELL := /bin/bash
@@ -18,20 +19,24 @@ DEV_DIR := $(CURDIR)/.regina
 REGINA := $(TARGET_DIR)/release/regina
 BENCH := $(TARGET_DIR)/release/regina-bench
 
-.PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-sweep bench-smoke faults sdk-test
+.PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-sweep \
+  bench-smoke faults sdk-test dashboard dashboard-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
 	  awk 'BEGIN { FS = ":.*## " } { printf "  make %-16s %s\n", $$1, $$2 }'
 
-run: ensure-postgres ## Build (release) and run the broker in the foreground on :6632; Ctrl-C stops it and its dev database
+run: ensure-postgres ## Build the dashboard and the broker (release), run it in the foreground on :6632; Ctrl-C stops it and its dev database
+	@bash scripts/dashboard-build.sh --optional
 	$(CARGO) build --release -p regina
 	exec $(REGINA) serve
 
 build: ## Build the whole workspace (debug)
 	$(CARGO) build --workspace --all-targets
 
-test: ensure-postgres ## Every test: format check, clippy, Rust tests, fault runs, the SDK suites
+test: ensure-postgres ## Every test: format check, clippy, Rust tests, fault runs, the SDK suites, the dashboard's browser tests
+	@# The dashboard first, so that every broker build below embeds it.
+	@bash scripts/dashboard-build.sh
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) --no-print-directory openapi-check
@@ -39,6 +44,7 @@ test: ensure-postgres ## Every test: format check, clippy, Rust tests, fault run
 	  bash scripts/pg-stop.sh "$(TEST_PG_DIR)"; exit $$status
 	$(MAKE) --no-print-directory faults
 	$(MAKE) --no-print-directory sdk-test
+	$(MAKE) --no-print-directory dashboard-test
 
 lint: ## Format check and clippy with warnings as errors
 	$(CARGO) fmt --all --check
@@ -91,3 +97,12 @@ sdk-test: ensure-postgres ## SDK suites (unit, conformance scenarios, README sam
 	@status=0; for sdk in $(SDKS); do \
 	  echo "== sdks/$$sdk"; REGINA_BIN=$(REGINA) bash sdks/$$sdk/test.sh || status=1; \
 	done; exit $$status
+
+dashboard: ## Build the web dashboard into dashboard/dist (npm ci when needed); the next broker build embeds it
+	@bash scripts/dashboard-build.sh
+
+dashboard-test: ensure-postgres ## Dashboard: type-check, lint, browser tests (headless Chromium) against a live broker
+	@bash scripts/dashboard-build.sh
+	cd dashboard && npm run --silent typecheck && npm run --silent lint
+	$(CARGO) build --release -p regina
+	REGINA_BIN=$(REGINA) SCREENSHOT_DIR=$(TARGET_DIR)/dashboard-screenshots bash dashboard/e2e/run.sh

@@ -1,5 +1,6 @@
 //! Enumerates `sql/migrations/*.sql` and `sql/functions/*.sql` at build time and generates the
-//! include list the migration runner embeds, so adding a SQL file needs no Rust change.
+//! include list the migration runner embeds, so adding a SQL file needs no Rust change. Also
+//! tells cargo to rebuild when the dashboard embedded from `dashboard/dist` changes.
 
 use std::error::Error;
 use std::fmt::Write as _;
@@ -33,6 +34,12 @@ fn main() -> Result<(), Box<dyn Error>> {
         }
         writeln!(out, "];")?;
     }
+    // The dashboard embedded by `http/webapp.rs`: rebuild when it is (re)built. Before its first
+    // build, watch its source directory instead (a missing path would rebuild every time).
+    let dashboard = manifest_dir.join("../../dashboard");
+    let dist = dashboard.join("dist");
+    let watched = if dist.is_dir() { dist } else { dashboard };
+    println!("cargo:rerun-if-changed={}", watched.display());
     let out_dir = PathBuf::from(std::env::var("OUT_DIR")?);
     std::fs::write(out_dir.join("sql_files.rs"), out)?;
     Ok(())

@@ -18,6 +18,8 @@ pub mod defaults {
     pub const LOG_LEVEL: &str = "info";
     /// `CORS_ALLOW_ORIGIN`.
     pub const CORS_ALLOW_ORIGIN: &str = "*";
+    /// `WEBAPP_ROOT`: the dashboard built into the binary.
+    pub const WEBAPP_ROOT: &str = "builtin";
     /// `SHUTDOWN_GRACE_MS`, milliseconds.
     pub const SHUTDOWN_GRACE_MS: u64 = 10_000;
     /// `POP_EMPTY_STATUS`.
@@ -148,6 +150,18 @@ pub enum SubscriptionMode {
     NewOnly,
 }
 
+/// Where the dashboard served at `/` comes from (`WEBAPP_ROOT`, spec §1.2, §7).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub enum WebappRoot {
+    /// The files of `dashboard/dist` embedded at build time (`builtin`).
+    #[default]
+    BuiltIn,
+    /// The files of this directory, read at each request; it must hold `index.html`.
+    Directory(std::path::PathBuf),
+    /// No dashboard (`off`): `/` is a JSON 404 like any unknown route.
+    Off,
+}
+
 impl LogFormat {
     /// `text` or `json`.
     pub fn as_str(self) -> &'static str {
@@ -192,6 +206,11 @@ pub struct Config {
     /// Value of `Access-Control-Allow-Origin` on every response. Default `*`.
     #[arg(long, env = "CORS_ALLOW_ORIGIN", default_value = defaults::CORS_ALLOW_ORIGIN)]
     pub cors_allow_origin: String,
+    /// The dashboard served at `/`: `builtin` (the one built into this binary), a directory to
+    /// serve it from instead (it must hold `index.html`), or `off`. Default `builtin`.
+    #[arg(long, env = "WEBAPP_ROOT", default_value = defaults::WEBAPP_ROOT,
+          value_parser = parse_webapp_root)]
+    pub webapp_root: WebappRoot,
     /// Time to finish in-flight work after the shutdown signal, milliseconds. Default 10 000.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = defaults::SHUTDOWN_GRACE_MS)]
     pub shutdown_grace_ms: u64,
@@ -439,6 +458,7 @@ impl Default for Config {
             log_level: d::LOG_LEVEL.to_owned(),
             log_format: LogFormat::Text,
             cors_allow_origin: d::CORS_ALLOW_ORIGIN.to_owned(),
+            webapp_root: WebappRoot::BuiltIn,
             shutdown_grace_ms: d::SHUTDOWN_GRACE_MS,
             pop_empty_status: d::POP_EMPTY_STATUS,
             file_buffer_dir: d::FILE_BUFFER_DIR.to_owned(),
@@ -578,6 +598,18 @@ fn parse_pop_empty_status(text: &str) -> Result<u16, String> {
     }
 }
 
+fn parse_webapp_root(text: &str) -> Result<WebappRoot, String> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Err("must be builtin, off or a directory".to_owned());
+    }
+    Ok(match text.to_ascii_lowercase().as_str() {
+        "builtin" => WebappRoot::BuiltIn,
+        "off" => WebappRoot::Off,
+        _ => WebappRoot::Directory(text.into()),
+    })
+}
+
 fn parse_secret(text: &str) -> Result<Secret, String> {
     Ok(Secret(text.trim().to_owned()))
 }
@@ -656,6 +688,18 @@ mod tests {
             "postgres://postgres@localhost:5432/postgres"
         );
         assert!(!config.worker_id().is_empty());
+    }
+
+    #[test]
+    fn webapp_root_is_builtin_off_or_a_directory() {
+        assert_eq!(Config::default().webapp_root, WebappRoot::BuiltIn);
+        assert_eq!(parse_webapp_root("builtin"), Ok(WebappRoot::BuiltIn));
+        assert_eq!(parse_webapp_root(" OFF "), Ok(WebappRoot::Off));
+        assert_eq!(
+            parse_webapp_root("/srv/dashboard"),
+            Ok(WebappRoot::Directory("/srv/dashboard".into()))
+        );
+        assert!(parse_webapp_root(" ").is_err());
     }
 
     #[test]

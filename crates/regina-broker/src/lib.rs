@@ -27,7 +27,7 @@ use std::time::Duration;
 use axum::serve::ListenerExt as _;
 
 pub use auth::settings::{AuthConfig, JwtAlgorithm};
-pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode};
+pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode, WebappRoot};
 pub use error::Error;
 pub use http::app;
 pub use http::openapi::document_text as openapi_document;

@@ -14,6 +14,7 @@ use crate::engine::Engine;
 use crate::error::Error;
 use crate::failover::{Failover, MaintenanceKind};
 use crate::http::metrics::Metrics;
+use crate::http::webapp::Site;
 use crate::services::Services;
 use crate::waiters::Waiters;
 
@@ -38,6 +39,8 @@ pub(crate) struct Shared {
     pub(crate) encryption: Encryption,
     /// Token verification; `None` when authentication is off (`JWT_ENABLED`).
     pub(crate) auth: Option<Authenticator>,
+    /// The dashboard served at `/` (`WEBAPP_ROOT`).
+    pub(crate) site: Site,
     services: Mutex<Option<Services>>,
 }
 
@@ -52,6 +55,7 @@ impl AppState {
     pub async fn start(config: Config) -> Result<AppState, Error> {
         let encryption = Encryption::from_config(&config)?;
         let auth = Authenticator::start(&config.auth).await?;
+        let site = Site::open(&config.webapp_root)?;
         let cors_origin = HeaderValue::from_str(&config.cors_allow_origin).map_err(|_| {
             Error::Config("CORS_ALLOW_ORIGIN is not a valid header value".to_owned())
         })?;
@@ -94,6 +98,7 @@ impl AppState {
             metrics: Metrics::new(started),
             encryption,
             auth,
+            site,
             services: Mutex::new(Some(services)),
         };
         Ok(AppState {

@@ -25,6 +25,7 @@ mod resources;
 mod streams;
 mod timestamp;
 mod transaction;
+pub(crate) mod webapp;
 
 use std::time::Instant;
 
@@ -71,7 +72,9 @@ pub fn app(state: AppState) -> Router {
         api
     };
     let routes = api
-        .fallback(not_found)
+        // The dashboard for `GET`s outside the API; the JSON 404 of an unknown route otherwise.
+        // Outside the access guard: the dashboard's files are public (spec §1.6).
+        .fallback_service(webapp::router(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
     // The edge layer sits outside the routing router so it can normalise the path first.

@@ -44,3 +44,4 @@ mod sql;
 mod subscription;
 mod transaction;
 mod visibility;
+mod webapp;
