@@ -21,6 +21,7 @@ mod query;
 mod resources;
 mod streams;
 mod timestamp;
+mod traces;
 mod transaction;
 
 use std::time::Instant;
@@ -57,6 +58,7 @@ pub fn app(state: AppState) -> Router {
         .merge(buffers::routes())
         .merge(resources::routes())
         .merge(messages::routes())
+        .merge(traces::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
