@@ -36,5 +36,8 @@ mod selector;
 mod shutdown;
 mod sql;
 mod subscription;
+mod trace_deletion;
+mod trace_visibility;
+mod traces;
 mod transaction;
 mod visibility;
