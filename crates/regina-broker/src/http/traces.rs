@@ -41,8 +41,8 @@ const TRACE_NAME_SEGMENT: usize = 4;
 /// The member the SQL layer puts beside a sealed `message_payload`.
 const SEALED_MARK: &str = "\"payloadKeyId\"";
 
-/// The literal routes come first in the spec's reading (§2.4); the router prefers a literal
-/// segment over a parameter wherever both could match.
+/// The routes of traces. A literal segment beats a parameter (spec §2.4): the router tries
+/// `by-name` before `{partitionId}`, and `names` is a route of its own.
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/api/v1/traces", post(record))
