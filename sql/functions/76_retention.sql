@@ -6,7 +6,8 @@
 -- wait; creating a cursor there takes a key-share lock and waits too) and every cursor of the
 -- partition (claims and acks of it wait), so the lease ranges it spares are exact. It never waits
 -- for either: a partition or cursor locked by someone else is skipped ("busy") and taken by a
--- later call. Deleted messages leave gaps that heads move over; dead letters keep their copies.
+-- later call. Deleted messages leave gaps that heads move over; dead letters keep their copies;
+-- trace events go with their messages, and the names summary is settled once, at the end.
 
 -- The offsets [o_lo, o_hi) of a partition that job i_job may delete now, read under the locks of
 -- _partition_trim. `retention`: older than retentionSeconds, or older than
@@ -90,6 +91,8 @@ declare
     v_locked integer;
     v_range record;
     v_deleted bigint;
+    v_traced boolean;
+    v_gone text[];
 begin
     select * into v_p from regina.partitions p where p.id = i_partition_id
     for update skip locked;
@@ -103,6 +106,9 @@ begin
         return null;
     end if;
     select * into v_range from regina._trim_range(i_q, i_job, i_partition_id, i_groups, i_now);
+    -- Trace events go with their messages (regina._traces_forget), which needs the keys of the
+    -- deleted rows; collecting them costs, so only where the partition has events.
+    v_traced := regina._partition_traced(i_partition_id);
     with doomed as (
         select m.seq from regina.messages m
         where m.partition_id = i_partition_id and m.seq >= v_range.o_lo and m.seq < v_range.o_hi
@@ -110,11 +116,24 @@ begin
                           where c.partition_id = i_partition_id and c.lease_active
                             and m.seq between c.next_seq and c.lease_end_seq)
         order by m.seq
-        limit i_limit)
-    delete from regina.messages m using doomed d
-    where m.partition_id = i_partition_id and m.seq = d.seq;
-    get diagnostics v_deleted = row_count;
+        limit i_limit),
+    gone as (
+        delete from regina.messages m using doomed d
+        where m.partition_id = i_partition_id and m.seq = d.seq
+        returning m.transaction_id, m.for_group)
+    select count(*),
+           array_agg(g.transaction_id) filter (
+               where v_traced and (g.for_group is null
+                                   or not exists (select 1 from regina.messages o
+                                                  where o.partition_id = i_partition_id
+                                                    and o.transaction_id = g.transaction_id
+                                                    and o.for_group is null)))
+    into v_deleted, v_gone
+    from gone g;
     if v_deleted > 0 then
+        if v_traced then
+            perform regina._traces_forget(i_partition_id, v_gone);
+        end if;
         perform regina._partition_heads_fix(v_p, i_now);
     end if;
     return v_deleted;
@@ -179,6 +198,7 @@ begin
         busy := v_trim.o_busy;
         return next;
     end loop;
+    perform regina._trace_names_settle();
 end
 $$;
 

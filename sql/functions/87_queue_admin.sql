@@ -2,10 +2,10 @@
 -- (as pushes do: pushes in flight finish first, later ones wait), then its cursors in (partition,
 -- group) order (as acks do), so they cannot deadlock with either.
 
--- DELETE /api/v1/resources/queues/:queue: the queue with its partitions, messages, cursors (so
--- active leases end), subscriptions, ready rows and dead letters. Idempotent: `existed` says
--- whether there was anything to delete. A push that was waiting for one of the partitions finds
--- it gone and creates the queue anew (regina.push).
+-- DELETE /api/v1/resources/queues/:queue: the queue with its partitions, messages, trace events,
+-- cursors (so active leases end), subscriptions, ready rows and dead letters. Idempotent:
+-- `existed` says whether there was anything to delete. A push that was waiting for one of the
+-- partitions finds it gone and creates the queue anew (regina.push).
 create or replace function regina.queue_delete(i_queue text) returns json
 language plpgsql as $$
 declare
@@ -20,17 +20,19 @@ begin
     order by c.partition_id, c.consumer_group for update;
     delete from regina.messages m using regina.partitions p
     where p.queue_id = v_q.id and m.partition_id = p.id;
+    perform regina._traces_forget(p.id) from regina.partitions p where p.queue_id = v_q.id;
     delete from regina.dead_letters d where d.queue_id = v_q.id;
     delete from regina.ready r where r.queue_id = v_q.id;
     delete from regina.cursors c where c.queue_id = v_q.id;
     delete from regina.queues q where q.id = v_q.id;   -- partitions and subscriptions cascade
+    perform regina._trace_names_settle();
     return json_build_object('deleted', true, 'queue', v_q.name, 'existed', true);
 end
 $$;
 
--- DELETE /api/v1/queues/:queue/clear: deletes every message and dead letter of the queue, moves
--- every cursor to the end of its partition and ends its lease (the lease id stays, so acks under
--- it answer lease_expired), and drops the queue's ready rows: nothing is left to claim. The
+-- DELETE /api/v1/queues/:queue/clear: deletes every message (with its trace events) and dead
+-- letter of the queue, moves every cursor to the end of its partition and ends its lease (the
+-- lease id stays, so acks under it answer lease_expired), and drops the queue's ready rows: nothing is left to claim. The
 -- configuration, partitions, subscriptions and groups stay. Returns null for an unknown queue;
 -- otherwise the response body and the groups whose leases ended (their waiters should retry).
 create or replace function regina.queue_clear(i_queue text)
@@ -55,6 +57,7 @@ begin
     delete from regina.messages m using regina.partitions p
     where p.queue_id = v_q.id and m.partition_id = p.id;
     get diagnostics v_messages = row_count;
+    perform regina._traces_forget(p.id) from regina.partitions p where p.queue_id = v_q.id;
     delete from regina.dead_letters d where d.queue_id = v_q.id;
     get diagnostics v_dead = row_count;
     update regina.cursors c
@@ -65,6 +68,7 @@ begin
     -- Every group's head is at its partition's end and no message is left, under the partitions'
     -- row locks: the ready rows may go (migrations/0002_ready.sql).
     delete from regina.ready r where r.queue_id = v_q.id;
+    perform regina._trace_names_settle();
     result := json_build_object('success', true, 'cleared', true, 'queue', v_q.name,
                                 'deletedMessages', v_messages, 'deletedDlq', v_dead);
     return next;

@@ -54,9 +54,9 @@ end
 $$;
 
 -- DELETE /api/v1/messages/:partitionId/:transactionId: deletes the message, its requeued
--- deliveries and its dead letters; every group passes over the gap. Refused while any of its
--- deliveries is inside an active lease. A group whose head it was moves on, and the attempts and
--- retry delay charged to it are dropped with it.
+-- deliveries, its trace events and its dead letters; every group passes over the gap. Refused
+-- while any of its deliveries is inside an active lease. A group whose head it was moves on, and
+-- the attempts and retry delay charged to it are dropped with it.
 create or replace function regina.message_delete(i_partition_id text, i_transaction_id text,
                                                  i_now timestamptz default null)
 returns json
@@ -102,8 +102,10 @@ begin
         end if;
     end loop;
     delete from regina.messages m where m.partition_id = v_p.id and m.seq = any (v_seqs);
+    perform regina._traces_forget(v_p.id, array[i_transaction_id]);
     delete from regina.dead_letters d
     where d.partition_id = v_p.id and d.transaction_id = i_transaction_id;
+    perform regina._trace_names_settle();
     return json_build_object('success', true, 'partitionId', v_p.uuid,
                              'transactionId', i_transaction_id, 'message', 'Message deleted');
 end

@@ -80,6 +80,8 @@ pub mod defaults {
     pub const HTTP_INFLIGHT_MAX: usize = 20_000;
     /// `NAME_CHARS_MAX`, characters.
     pub const NAME_CHARS_MAX: usize = 255;
+    /// `TRACE_DATA_BYTES_MAX`, bytes (64 KiB).
+    pub const TRACE_DATA_BYTES_MAX: usize = 64 * 1024;
     /// `DEFAULT_TIMEOUT`, milliseconds.
     pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
     /// `DEFAULT_BATCH_SIZE`, messages.
@@ -345,6 +347,11 @@ pub struct Config {
     #[arg(long, env = "NAME_CHARS_MAX", default_value_t = defaults::NAME_CHARS_MAX,
           value_parser = parse_positive_usize)]
     pub name_chars_max: usize,
+    /// Largest `data` of a trace event, bytes of JSON without insignificant whitespace. Default
+    /// 65 536 (64 KiB).
+    #[arg(long, env = "TRACE_DATA_BYTES_MAX", default_value_t = defaults::TRACE_DATA_BYTES_MAX,
+          value_parser = parse_positive_usize)]
+    pub trace_data_bytes_max: usize,
 
     /// Pop `timeout` default, milliseconds. Default 30 000.
     #[arg(long = "default-timeout", env = "DEFAULT_TIMEOUT",
@@ -491,6 +498,7 @@ impl Default for Config {
             longpoll_waiters_max: d::LONGPOLL_WAITERS_MAX,
             http_inflight_max: d::HTTP_INFLIGHT_MAX,
             name_chars_max: d::NAME_CHARS_MAX,
+            trace_data_bytes_max: d::TRACE_DATA_BYTES_MAX,
             default_timeout_ms: d::DEFAULT_TIMEOUT_MS,
             default_batch_size: d::DEFAULT_BATCH_SIZE,
             default_subscription_mode: SubscriptionMode::All,
@@ -683,6 +691,7 @@ mod tests {
         assert_eq!(config.stats_interval_ms, 10_000);
         assert_eq!(config.metrics_retention_days, 90);
         assert_eq!(config.metrics_queue_labels_max, 1_000);
+        assert_eq!(config.trace_data_bytes_max, 65_536);
         assert_eq!(
             config.database_url(),
             "postgres://postgres@localhost:5432/postgres"

@@ -11,6 +11,7 @@ pub(crate) mod jobs;
 mod listen;
 pub(crate) mod migrate;
 mod pool;
+mod traces;
 
 use tokio_postgres::{Client, Row};
 use uuid::Uuid;
@@ -60,11 +61,13 @@ pub(crate) enum Stmt {
     MaintenanceSet,
     /// `regina.maintenance_get`.
     MaintenanceGet,
+    /// `regina.trace_record`.
+    TraceRecord,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 19;
+    pub(crate) const COUNT: usize = 20;
 
     fn sql(self) -> &'static str {
         match self {
@@ -108,6 +111,7 @@ impl Stmt {
             }
             Stmt::MaintenanceSet => "select regina.maintenance_set($1::text, $2::boolean)",
             Stmt::MaintenanceGet => failover::MAINTENANCE_GET,
+            Stmt::TraceRecord => "select regina.trace_record($1::text::jsonb, $2::text::json)::text",
         }
     }
 }

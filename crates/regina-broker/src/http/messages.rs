@@ -121,12 +121,18 @@ async fn list(
 }
 
 /// The message a path names: `(partitionId, transactionId)`, validated like the ack fields.
-struct MessageKey {
-    partition_id: String,
-    transaction_id: String,
+pub(super) struct MessageKey {
+    pub(super) partition_id: String,
+    pub(super) transaction_id: String,
 }
 
-fn message_key(uri: &Uri) -> Result<MessageKey, ApiError> {
+/// The message named by segments 3 and 4 of the path (`/api/v1/messages/{p}/{t}`,
+/// `/api/v1/traces/{p}/{t}`).
+///
+/// # Errors
+/// `400 invalid_parameter` naming `partitionId` (not a UUID) or `transactionId` (not 1 to 255
+/// characters without NUL).
+pub(super) fn message_key(uri: &Uri) -> Result<MessageKey, ApiError> {
     let partition_id = path_segment(uri, PARTITION_SEGMENT, "partitionId")?;
     if uuid::Uuid::parse_str(&partition_id).is_err() {
         return Err(ApiError::invalid_parameter(

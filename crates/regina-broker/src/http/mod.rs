@@ -24,6 +24,7 @@ mod query;
 mod resources;
 mod streams;
 mod timestamp;
+mod traces;
 mod transaction;
 pub(crate) mod webapp;
 
@@ -63,6 +64,7 @@ pub fn app(state: AppState) -> Router {
         .merge(buffers::routes())
         .merge(resources::routes())
         .merge(messages::routes())
+        .merge(traces::routes())
         .merge(streams::routes());
     // A route layer sees the matched template (its catalogue entry); unknown routes skip it and
     // keep their JSON 404/405. Without authentication there is nothing to check.

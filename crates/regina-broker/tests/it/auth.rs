@@ -115,10 +115,6 @@ const SPEC_ROUTES: &[(&str, &str, Level)] = &[
 const ROUTES_FROM_OTHER_BRANCHES: &[(&str, &str)] = &[
     ("GET", "/metrics/prometheus"),
     ("GET", "/api/v1/resources/overview"),
-    ("POST", "/api/v1/traces"),
-    ("GET", "/api/v1/traces/{partitionId}/{transactionId}"),
-    ("GET", "/api/v1/traces/by-name/{traceName}"),
-    ("GET", "/api/v1/traces/names"),
     ("GET", "/api/v1/status"),
     ("GET", "/api/v1/status/queues"),
     ("GET", "/api/v1/status/queues/{queue}"),

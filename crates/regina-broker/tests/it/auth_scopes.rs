@@ -347,3 +347,73 @@ async fn listings_leave_out_forbidden_queues() {
     assert_eq!(r.body["pagination"]["total"], 3);
     assert_eq!(admin.get("/api/v1/dlq").await.body["total"], 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_of_forbidden_queues_are_refused_and_left_out() {
+    let (_b, admin, scoped) = scoped_setup().await;
+    let pushed = admin
+        .push(json!([{"queue": "team-a.orders", "payload": 1},
+                     {"queue": "team-b.orders", "payload": 2}]))
+        .await;
+    let message = |i: usize| pushed.body[i].clone();
+    for i in 0..2 {
+        let r = admin
+            .post(
+                "/api/v1/traces",
+                json!({"partitionId": message(i)["partition_id"],
+                       "transactionId": message(i)["transaction_id"],
+                       "data": {"step": i}, "traceNames": ["checkout"]}),
+            )
+            .await;
+        assert_eq!(r.status, 201, "{r:?}");
+    }
+    let forbidden = message(1);
+    let r = scoped
+        .post(
+            "/api/v1/traces",
+            json!({"partitionId": forbidden["partition_id"],
+                   "transactionId": forbidden["transaction_id"], "data": {"step": 9}}),
+        )
+        .await;
+    r.assert_error(403, "forbidden");
+    assert_eq!(r.body["success"], false);
+    let path = |m: &Value| {
+        format!(
+            "/api/v1/traces/{}/{}",
+            m["partition_id"].as_str().unwrap(),
+            m["transaction_id"].as_str().unwrap()
+        )
+    };
+    assert_eq!(
+        scoped.get(&path(&message(0))).await.body["traces"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        scoped.get(&path(&forbidden)).await.body["traces"],
+        json!([])
+    );
+    assert_eq!(
+        admin.get(&path(&forbidden)).await.body["traces"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let r = scoped.get("/api/v1/traces/by-name/checkout").await;
+    assert_eq!(
+        names(&r.body["traces"], "queue_name"),
+        vec!["team-a.orders".to_owned()]
+    );
+    assert_eq!(r.body["total"], 1);
+    assert_eq!(
+        admin.get("/api/v1/traces/by-name/checkout").await.body["total"],
+        2
+    );
+    let r = scoped.get("/api/v1/traces/names").await;
+    assert_eq!(r.body["trace_names"][0]["trace_count"], 1, "{r:?}");
+    let r = admin.get("/api/v1/traces/names").await;
+    assert_eq!(r.body["trace_names"][0]["trace_count"], 2, "{r:?}");
+}
