@@ -15,6 +15,7 @@ mod engine;
 mod error;
 mod failover;
 mod http;
+mod metrics;
 mod services;
 mod state;
 mod waiters;

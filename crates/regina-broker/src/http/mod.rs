@@ -12,8 +12,9 @@ mod health;
 mod lease;
 mod maintenance;
 mod messages;
-pub(crate) mod metrics;
+mod metrics;
 mod names;
+mod observe;
 mod pop;
 mod push;
 mod push_items;
@@ -58,13 +59,16 @@ pub fn app(state: AppState) -> Router {
         .merge(resources::routes())
         .merge(messages::routes())
         .merge(streams::routes())
+        .route_layer(middleware::from_fn(observe::route_template))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
-    // The edge layer sits outside the routing router so it can normalise the path first.
+    // The edge layer sits outside the routing router so it can normalise the path first; the
+    // request counter outside both, so it sees every answer.
     Router::new()
         .fallback_service(routes)
-        .layer(middleware::from_fn_with_state(state, edge))
+        .layer(middleware::from_fn_with_state(state.clone(), edge))
+        .layer(middleware::from_fn_with_state(state, observe::count))
 }
 
 async fn not_found(
@@ -104,7 +108,6 @@ async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -
         request_id = %id,
     );
     let shared = state.get();
-    shared.metrics.request_received();
     let mut response = async {
         if request.method() == Method::OPTIONS {
             return preflight();
@@ -114,9 +117,9 @@ async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -
             return ApiError::shutting_down().into_response();
         }
         drop_trailing_slash(&mut request);
-        // `/metrics` is local and cheap: an instance at its limit must stay observable, and
-        // polling it must not take the room of real work.
-        let _permit = if request.uri().path() == metrics::PATH {
+        // The metrics routes are local and cheap: an instance at its limit must stay
+        // observable, and polling it must not take the room of real work.
+        let _permit = if metrics::exempt_from_inflight_limit(request.uri().path()) {
             None
         } else {
             let Ok(permit) = shared.inflight.clone().try_acquire_owned() else {
