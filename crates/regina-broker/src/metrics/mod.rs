@@ -244,85 +244,95 @@ fn gauges(registry: &Registry) -> Gauges {
     }
 }
 
+fn counter(registry: &Registry, name: &str, help: &str) -> IntCounter {
+    register(registry, IntCounter::new(name, help).expect("valid metric"))
+}
+
+fn http_families(registry: &Registry) -> http::HttpMetrics {
+    http::HttpMetrics::new(
+        counter_vec(
+            registry,
+            "http_requests_total",
+            "HTTP requests answered, by route template, method and status.",
+            &["route", "method", "status"],
+        ),
+        histogram_vec(
+            registry,
+            "http_request_duration_seconds",
+            "Time to answer an HTTP request, long-polls included.",
+            DURATION_BUCKETS,
+            &["route"],
+        ),
+    )
+}
+
+/// `db_call_duration_seconds{op}` and `batch_requests{op}`, with a series for every op.
+fn db_families(registry: &Registry) -> (HistogramVec, HistogramVec) {
+    let duration = histogram_vec(
+        registry,
+        "db_call_duration_seconds",
+        "Duration of database calls of the engine, transactions and failover replay.",
+        DURATION_BUCKETS,
+        &["op"],
+    );
+    let requests = histogram_vec(
+        registry,
+        "batch_requests",
+        "Requests fused into one database call.",
+        BATCH_BUCKETS,
+        &["op"],
+    );
+    for op in DB_OPS {
+        duration.with_label_values(&[op]);
+        requests.with_label_values(&[op]);
+    }
+    (duration, requests)
+}
+
+fn register_build_info(registry: &Registry) {
+    let build_info = IntGaugeVec::new(
+        Opts::new("build_info", "1, labelled with the broker's version."),
+        &["version"],
+    )
+    .expect("valid metric");
+    register(registry, build_info)
+        .with_label_values(&[env!("CARGO_PKG_VERSION")])
+        .set(1);
+}
+
 impl Metrics {
     /// Every family registered, counting from zero; `origin` is the instance's start and
     /// `queue_labels_max` is `METRICS_QUEUE_LABELS_MAX`.
     pub(crate) fn new(origin: Instant, queue_labels_max: usize) -> Metrics {
         let registry =
             Registry::new_custom(Some(NAMESPACE.to_owned()), None).expect("valid namespace");
-        let http = http::HttpMetrics::new(
-            counter_vec(
-                &registry,
-                "http_requests_total",
-                "HTTP requests answered, by route template, method and status.",
-                &["route", "method", "status"],
-            ),
-            histogram_vec(
-                &registry,
-                "http_request_duration_seconds",
-                "Time to answer an HTTP request, long-polls included.",
-                DURATION_BUCKETS,
-                &["route"],
-            ),
-        );
-        let db_call_duration = histogram_vec(
-            &registry,
-            "db_call_duration_seconds",
-            "Duration of database calls of the engine, transactions and failover replay.",
-            DURATION_BUCKETS,
-            &["op"],
-        );
-        let batch_requests = histogram_vec(
-            &registry,
-            "batch_requests",
-            "Requests fused into one database call.",
-            BATCH_BUCKETS,
-            &["op"],
-        );
-        let queues = QueueLabels::new(queue_families(&registry), queue_labels_max);
-        let push_rejected = counter_vec(
-            &registry,
-            "push_rejected_total",
-            "Push items refused in-band, by code (e.g. queue_full).",
-            &["queue", "code"],
-        );
-        let failover_buffered = register(
-            &registry,
-            IntCounter::new(
-                "failover_buffered_total",
-                "Push items written to the failover buffer.",
-            )
-            .expect("valid metric"),
-        );
-        let failover_replayed = register(
-            &registry,
-            IntCounter::new(
-                "failover_replayed_total",
-                "Failover buffer records replayed into the database.",
-            )
-            .expect("valid metric"),
-        );
-        let gauges = gauges(&registry);
-        let build_info = IntGaugeVec::new(
-            Opts::new("build_info", "1, labelled with the broker's version."),
-            &["version"],
-        )
-        .expect("valid metric");
-        register(&registry, build_info)
-            .with_label_values(&[env!("CARGO_PKG_VERSION")])
-            .set(1);
+        let (db_call_duration, batch_requests) = db_families(&registry);
+        register_build_info(&registry);
         register_process(&registry);
         Metrics {
-            registry,
-            http,
+            http: http_families(&registry),
             db_call_duration,
             batch_requests,
-            queues,
-            push_rejected,
-            failover_buffered,
-            failover_replayed,
-            gauges,
+            queues: QueueLabels::new(queue_families(&registry), queue_labels_max),
+            push_rejected: counter_vec(
+                &registry,
+                "push_rejected_total",
+                "Push items refused in-band, by code (e.g. queue_full).",
+                &["queue", "code"],
+            ),
+            failover_buffered: counter(
+                &registry,
+                "failover_buffered_total",
+                "Push items written to the failover buffer.",
+            ),
+            failover_replayed: counter(
+                &registry,
+                "failover_replayed_total",
+                "Failover buffer records replayed into the database.",
+            ),
+            gauges: gauges(&registry),
             db_errors: IntCounter::new("db_errors", "history only").expect("valid metric"),
+            registry,
             origin,
             clock_ticks_per_second: process::clock_ticks_per_second(),
             requests: RateCounter::default(),
