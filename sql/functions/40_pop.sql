@@ -414,8 +414,7 @@ begin
             union all
             select p.* from regina.partitions p where p.queue_id = v_q.id and p.name = v_single
         loop
-            select * into v_res
-            from regina._pop_claim(v_q, v_p, v_group, v_budget, v_auto, v_lease, v_start, i_now);
+            v_res := regina._pop_claim(v_q, v_p, v_group, v_budget, v_auto, v_lease, v_start, i_now);
             if v_res.o_messages is not null or v_res.o_expired > 0 or v_res.o_lease_expired then
                 v_events := v_events || json_build_object(
                     'queue', v_q.name, 'delivered', coalesce(cardinality(v_res.o_messages), 0),
@@ -472,6 +471,7 @@ declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_req jsonb;
     v_ord bigint;
+    v_one record;
 begin
     -- A claim that is lost in a database crash is a lease that ended early: its messages are
     -- delivered again, which at-least-once allows. So a call that only claims does not wait for
@@ -482,7 +482,10 @@ begin
     end if;
     for v_req, v_ord in select e, o from jsonb_array_elements(i_reqs) with ordinality t(e, o) loop
         idx := v_ord - 1;
-        select * into result, events from regina._pop_one(v_req, v_now);
+        -- An assignment, not `select … into`: PL/pgSQL evaluates it without the executor.
+        v_one := regina._pop_one(v_req, v_now);
+        result := v_one.o_result;
+        events := v_one.o_events;
         return next;
     end loop;
 end
