@@ -21,19 +21,18 @@ pub(super) async fn route_template(request: Request, next: Next) -> Response {
     response
 }
 
-/// Outermost layer: counts the answer by route template (or `unmatched`), method and status,
-/// and its duration.
+/// Outermost layer: counts the request when it arrives, and its answer by route template (or
+/// `unmatched`), method and status, with its duration.
 pub(super) async fn count(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
+    let metrics = &state.get().metrics;
+    metrics.http_received();
     let method = request.method().clone();
     let response = next.run(request).await;
     let route = response
         .extensions()
         .get::<MatchedPath>()
         .map_or(UNMATCHED, MatchedPath::as_str);
-    state
-        .get()
-        .metrics
-        .http_answered(route, &method, response.status(), started.elapsed());
+    metrics.http_answered(route, &method, response.status(), started.elapsed());
     response
 }

@@ -354,6 +354,11 @@ impl Metrics {
         }
     }
 
+    /// Counts one HTTP request received (`GET /metrics`, the history's `requests`).
+    pub(crate) fn http_received(&self) {
+        self.requests.add(self.second(), 1);
+    }
+
     /// Counts one answered HTTP request; `route` is its template, or [`UNMATCHED`].
     pub(crate) fn http_answered(
         &self,
@@ -362,7 +367,6 @@ impl Metrics {
         status: axum::http::StatusCode,
         elapsed: Duration,
     ) {
-        self.requests.add(self.second(), 1);
         self.http.answered(route, method, status, elapsed);
     }
 
