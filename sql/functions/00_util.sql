@@ -153,3 +153,21 @@ language sql immutable parallel safe as $$
                    where s = i_queue
                       or (right(s, 1) = '*' and starts_with(i_queue, left(s, -1))))
 $$;
+
+-- Drops function i_signature (e.g. 'regina.pop(jsonb, timestamptz)') when neither its arguments
+-- nor its result mention i_marker. `create or replace` cannot change the row a function returns:
+-- a file that changes one calls this first with a name only the new definition has, so the old
+-- definition is dropped once and later starts keep the new one.
+create or replace function regina._drop_outdated(i_signature text, i_marker text)
+returns void
+language plpgsql as $$
+declare
+    v_function regprocedure := to_regprocedure(i_signature);
+begin
+    if v_function is not null
+       and position(i_marker in pg_get_function_arguments(v_function) || ' '
+                                || pg_get_function_result(v_function)) = 0 then
+        execute format('drop function %s', v_function);
+    end if;
+end
+$$;

@@ -129,14 +129,18 @@ $$;
 
 -- Accounts leases whose expiry passed: one failed attempt each ("Lease expired"), dead letters
 -- when exhausted. Run by the leader; rows locked by a concurrent claim are left to that claim.
+-- One row per lease ended; `dead_lettered` when its expiry dead-lettered the head (an entry
+-- written, or the message discarded when the queue keeps no dead letters).
+select regina._drop_outdated('regina.lease_sweep(integer, timestamptz)', 'dead_lettered');
 create or replace function regina.lease_sweep(i_limit integer default 1000,
                                               i_now timestamptz default null)
-returns table (queue_name text, consumer_group text)
+returns table (queue_name text, consumer_group text, dead_lettered boolean)
 language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_c regina.cursors;
     v_q regina.queues;
+    v_head bigint;
 begin
     for v_c in select * from regina.cursors c
                where c.lease_active and c.lease_expires_at <= v_now
@@ -145,10 +149,13 @@ begin
                for update skip locked
     loop
         select * into v_q from regina.queues q where q.id = v_c.queue_id;
+        v_head := v_c.next_seq;
         v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
         perform regina._cursor_save(v_c, v_now);
         queue_name := v_q.name;
         consumer_group := v_c.consumer_group;
+        -- Only a dead letter moves the head of a failed lease.
+        dead_lettered := v_c.next_seq > v_head;
         return next;
     end loop;
 end

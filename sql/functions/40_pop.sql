@@ -130,17 +130,29 @@ $$;
 -- them. An encrypted payload comes as stored, with the member `payloadKeyId` beside it: the
 -- broker decrypts it and removes that member (ADR 0006). PL/pgSQL so that the query's plan is
 -- kept (see _head_seq).
+--
+-- o_first_ages_ms: createdAt → now of the messages delivered to the group for the first time,
+-- for the end-to-end latency metric. A delivery is taken as the first when it lies beyond the
+-- range of the group's previous lease on the partition (redeliveries after a failure, expiry or
+-- `retry` restart at the head, inside that range) and is not a requeued copy. The one miss: a
+-- redelivery with a smaller batch than the lease before, followed by a larger one, counts the
+-- rest of the earlier range again.
+select regina._drop_outdated('regina._pop_read(regina.cursors, regina.queues, regina.partitions, '
+                             'integer, text, timestamptz)', 'o_first_ages_ms');
 create or replace function regina._pop_read(i_c regina.cursors, i_q regina.queues,
                                             i_p regina.partitions, i_budget integer,
                                             i_lease text, i_now timestamptz,
-                                            out o_messages json[], out o_last bigint)
+                                            out o_messages json[], out o_last bigint,
+                                            out o_first_ages_ms double precision[])
 language plpgsql stable as $$
 begin
     select array_agg(case when m.payload_key_id is null then o.message
                           else regina._sealed_mark(o.message, m.payload_key_id) end
                      order by m.seq),
-           max(m.seq)
-    into o_messages, o_last
+           max(m.seq),
+           array_agg(greatest(date_part('epoch', i_now - m.created_at) * 1000, 0))
+               filter (where m.for_group is null and m.seq > coalesce(i_c.lease_end_seq, -1))
+    into o_messages, o_last, o_first_ages_ms
     from (select x.*, row_number() over (order by x.seq) as rn,
                  bool_and(x.for_group is not null
                           or x.created_at <= i_now - i_q.delayed_processing_seconds * interval '1 second')
@@ -194,50 +206,90 @@ begin
 end
 $$;
 
+-- Messages a ttl settled at the head between two states of one cursor: the group's ordinary
+-- messages passed over that were not settled already.
+create or replace function regina._expired_count(i_before regina.cursors, i_after regina.cursors)
+returns bigint
+language plpgsql stable as $$
+begin
+    if i_after.next_seq <= i_before.next_seq then
+        return 0;
+    end if;
+    return (select count(*) from regina.messages m
+            where m.partition_id = i_before.partition_id
+              and m.seq >= i_before.next_seq and m.seq < i_after.next_seq
+              and m.seq <> all (i_before.marks) and m.for_group is null);
+end
+$$;
+
 -- Claims one partition for a group and reads from its head. Delivered messages, or the reason
 -- nothing was delivered and when this partition may become eligible. Every exit leaves the ready
--- row of (partition, group) in line with the cursor.
+-- row of (partition, group) in line with the cursor. Also reports, for the broker's metrics, the
+-- ages of first deliveries (see _pop_read), messages settled by their ttl, and whether an expired
+-- lease was accounted here and dead-lettered its head.
+select regina._drop_outdated('regina._pop_claim(regina.queues, regina.partitions, text, integer, '
+                             'boolean, uuid, timestamptz, timestamptz)', 'o_first_ages_ms');
 create or replace function regina._pop_claim(i_q regina.queues, i_p regina.partitions,
                                              i_group text, i_budget integer, i_auto boolean,
                                              i_lease uuid, i_start_at timestamptz,
-                                             i_now timestamptz)
-returns regina.claim_outcome
+                                             i_now timestamptz,
+                                             out o_messages json[], out o_reason text,
+                                             out o_wake timestamptz,
+                                             out o_first_ages_ms double precision[],
+                                             out o_expired bigint, out o_lease_expired boolean,
+                                             out o_dead_lettered boolean)
 language plpgsql as $$
 declare
     v_c regina.cursors := regina._cursor_lock(i_q.id, i_p.id, i_group, i_start_at);
+    v_before regina.cursors;
     v_read record;
-    v_wake timestamptz;
 begin
+    o_expired := 0;
+    o_lease_expired := false;
+    o_dead_lettered := false;
     if v_c.partition_id is null then
-        return row(null, 'lease_held', null)::regina.claim_outcome;
+        o_reason := 'lease_held';
+        return;
     end if;
     if v_c.lease_active and v_c.lease_expires_at <= i_now then
+        v_before := v_c;
         v_c := (regina._lease_fail(v_c, i_q, 'Lease expired', v_c.lease_expires_at, i_now)).c;
         perform regina._cursor_save(v_c, i_now);
+        o_lease_expired := true;
+        o_dead_lettered := v_c.next_seq > v_before.next_seq;  -- only a dead letter moves it
     end if;
     if v_c.lease_active then
         perform regina._ready_sync(v_c, i_now);
-        return row(null, 'lease_held', v_c.lease_expires_at)::regina.claim_outcome;
+        o_reason := 'lease_held';
+        o_wake := v_c.lease_expires_at;
+        return;
     elsif v_c.retry_after > i_now then
         perform regina._ready_sync(v_c, i_now);
-        return row(null, 'empty', v_c.retry_after)::regina.claim_outcome;
+        o_reason := 'empty';
+        o_wake := v_c.retry_after;
+        return;
     elsif i_q.window_buffer_seconds > 0
           and i_p.last_push_at > i_now - i_q.window_buffer_seconds * interval '1 second' then
-        v_wake := i_p.last_push_at + i_q.window_buffer_seconds * interval '1 second';
-        perform regina._ready_sync(v_c, i_now, v_wake);
-        return row(null, 'window_buffer', v_wake)::regina.claim_outcome;
+        o_wake := i_p.last_push_at + i_q.window_buffer_seconds * interval '1 second';
+        perform regina._ready_sync(v_c, i_now, o_wake);
+        o_reason := 'window_buffer';
+        return;
     end if;
-    v_c := regina._expire_head(v_c, i_q, i_now);
+    if i_q.ttl_seconds > 0 then
+        v_before := v_c;
+        v_c := regina._expire_head(v_c, i_q, i_now);
+        o_expired := regina._expired_count(v_before, v_c);
+    end if;
 
     select * into v_read
     from regina._pop_read(v_c, i_q, i_p, i_budget, coalesce(i_lease::text, ''), i_now);
     if v_read.o_messages is null then
-        select m.created_at + i_q.delayed_processing_seconds * interval '1 second' into v_wake
+        select m.created_at + i_q.delayed_processing_seconds * interval '1 second' into o_wake
         from regina.messages m
         where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq and m.seq <> all (v_c.marks)
           and (m.for_group is null or m.for_group = i_group)
         order by m.seq limit 1;
-        if v_wake is null and v_c.next_seq < i_p.next_seq then
+        if o_wake is null and v_c.next_seq < i_p.next_seq then
             -- Offsets below i_p.next_seq were committed when it was read, and none is left:
             -- retention removed them. The head moves to the partition's end.
             v_c.next_seq := i_p.next_seq;
@@ -245,8 +297,9 @@ begin
             v_c.head_attempts := 0;
             v_c.head_error := null;
         end if;
-        perform regina._cursor_save(v_c, i_now, v_wake);
-        return row(null, 'empty', v_wake)::regina.claim_outcome;
+        perform regina._cursor_save(v_c, i_now, o_wake);
+        o_reason := 'empty';
+        return;
     end if;
 
     v_c.last_claim_at := i_now;
@@ -266,7 +319,8 @@ begin
         v_c.lease_marks := '{}';
     end if;
     perform regina._cursor_save(v_c, i_now);
-    return row(v_read.o_messages, null, null)::regina.claim_outcome;
+    o_messages := v_read.o_messages;
+    o_first_ages_ms := v_read.o_first_ages_ms;
 end
 $$;
 
@@ -307,8 +361,12 @@ language sql stable as $$
     order by r.eligible_at, r.partition_id
 $$;
 
--- One pop request: claims up to `partitions` partitions, `batch` messages in all.
-create or replace function regina._pop_one(i_req jsonb, i_now timestamptz) returns json
+-- One pop request: claims up to `partitions` partitions, `batch` messages in all. o_events: per
+-- claim that delivered or settled something, what the broker's metrics count
+-- (`[{queue, delivered, firstAgesMs, expired, leasesExpired, deadLettered}]`), or null.
+select regina._drop_outdated('regina._pop_one(jsonb, timestamptz)', 'o_events');
+create or replace function regina._pop_one(i_req jsonb, i_now timestamptz,
+                                           out o_result json, out o_events json)
 language plpgsql as $$
 declare
     v_group text := coalesce(nullif(i_req ->> 'consumerGroup', ''), '__QUEUE_MODE__');
@@ -322,8 +380,9 @@ declare
     v_q regina.queues;
     v_p regina.partitions;
     v_start timestamptz;
-    v_res regina.claim_outcome;
+    v_res record;
     v_messages json[] := '{}';
+    v_events json[] := '{}';
     v_first regina.partitions;
     v_first_queue text;
     v_claimed integer := 0;
@@ -346,7 +405,8 @@ begin
         end if;
     end if;
     if cardinality(v_queues) = 0 then
-        return json_build_object('empty', 'queue_not_found', 'wakeAt', null);
+        o_result := json_build_object('empty', 'queue_not_found', 'wakeAt', null);
+        return;
     end if;
 
     <<queues>>
@@ -355,7 +415,8 @@ begin
         v_start := regina._subscription_start(v_q.id, v_group, i_req, i_now);
         if v_single is not null and not exists (
                 select 1 from regina.partitions p where p.queue_id = v_q.id and p.name = v_single) then
-            return json_build_object('empty', 'partition_not_found', 'wakeAt', null);
+            o_result := json_build_object('empty', 'partition_not_found', 'wakeAt', null);
+            return;
         end if;
         for v_p in
             select c.* from regina._pop_candidates(v_q.id, v_group, i_now) c where v_single is null
@@ -363,9 +424,16 @@ begin
             select p.* from regina.partitions p where p.queue_id = v_q.id and p.name = v_single
         loop
             v_res := regina._pop_claim(v_q, v_p, v_group, v_budget, v_auto, v_lease, v_start, i_now);
-            if v_res.messages is not null then
-                v_messages := v_messages || v_res.messages;
-                v_budget := v_budget - cardinality(v_res.messages);
+            if v_res.o_messages is not null or v_res.o_expired > 0 or v_res.o_lease_expired then
+                v_events := v_events || json_build_object(
+                    'queue', v_q.name, 'delivered', coalesce(cardinality(v_res.o_messages), 0),
+                    'firstAgesMs', v_res.o_first_ages_ms, 'expired', v_res.o_expired,
+                    'leasesExpired', v_res.o_lease_expired::integer,
+                    'deadLettered', v_res.o_dead_lettered::integer);
+            end if;
+            if v_res.o_messages is not null then
+                v_messages := v_messages || v_res.o_messages;
+                v_budget := v_budget - cardinality(v_res.o_messages);
                 v_claimed := v_claimed + 1;
                 if v_claimed = 1 then
                     v_first := v_p;
@@ -373,12 +441,15 @@ begin
                 end if;
                 exit queues when v_budget <= 0 or v_claimed >= v_slots;
             else
-                v_reason := case when v_single is not null then v_res.reason else 'empty' end;
-                v_wake := least(v_wake, v_res.wake);
+                v_reason := case when v_single is not null then v_res.o_reason else 'empty' end;
+                v_wake := least(v_wake, v_res.o_wake);
             end if;
         end loop;
     end loop;
 
+    if cardinality(v_events) > 0 then
+        o_events := array_to_json(v_events);
+    end if;
     if v_claimed = 0 then
         if v_single is null then
             v_wake := least(v_wake, (
@@ -386,10 +457,11 @@ begin
                 where r.queue_id = any (v_queues) and r.consumer_group = v_group
                   and r.eligible_at > i_now));
         end if;
-        return json_build_object('empty', v_reason,
-                                 'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end));
+        o_result := json_build_object('empty', v_reason,
+                                      'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end));
+        return;
     end if;
-    return json_build_object(
+    o_result := json_build_object(
         'success', true, 'queue', v_first_queue, 'partition', v_first.name,
         'partitionId', v_first.uuid, 'leaseId', coalesce(v_lease::text, ''),
         'consumerGroup', v_group, 'partitionsClaimed', v_claimed,
@@ -397,15 +469,18 @@ begin
 end
 $$;
 
--- Pop requests of one fused batch, served in arrival order in one transaction.
+-- Pop requests of one fused batch, served in arrival order in one transaction: one row per
+-- request, its result (§3.4 body or `{empty, wakeAt}`) and its events (see _pop_one).
+select regina._drop_outdated('regina.pop(jsonb, timestamptz)', 'events');
 create or replace function regina.pop(i_reqs jsonb, i_now timestamptz default null)
-returns table (idx integer, result json)
+returns table (idx integer, result json, events json)
 -- Generic plans, as for regina.push.
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_req jsonb;
     v_ord bigint;
+    v_one record;
 begin
     -- A claim that is lost in a database crash is a lease that ended early: its messages are
     -- delivered again, which at-least-once allows. So a call that only claims does not wait for
@@ -416,7 +491,10 @@ begin
     end if;
     for v_req, v_ord in select e, o from jsonb_array_elements(i_reqs) with ordinality t(e, o) loop
         idx := v_ord - 1;
-        result := regina._pop_one(v_req, v_now);
+        -- An assignment, not `select … into`: PL/pgSQL evaluates it without the executor.
+        v_one := regina._pop_one(v_req, v_now);
+        result := v_one.o_result;
+        events := v_one.o_events;
         return next;
     end loop;
 end

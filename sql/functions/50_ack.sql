@@ -146,8 +146,14 @@ begin
 end
 $$;
 
+-- One row per item: its wire result, the waiters to wake, and for the broker's metrics the
+-- item's queue, the status it applied (null when it failed), the dead letters it caused (an
+-- expired lease accounted here, a `failed` past retryLimit, a `dlq`; whether or not the queue
+-- keeps an entry) and whether it accounted an expired lease.
+select regina._drop_outdated('regina.ack(jsonb, timestamptz)', 'leases_expired');
 create or replace function regina.ack(i_acks jsonb, i_now timestamptz default null)
-returns table (idx integer, result jsonb, wake_queue text, wake_group text)
+returns table (idx integer, result jsonb, wake_queue text, wake_group text, queue_name text,
+               acked text, dead_lettered integer, leases_expired integer)
 -- Generic plans, as for regina.push.
 language plpgsql set plan_cache_mode = force_generic_plan as $$
 declare
@@ -158,8 +164,12 @@ declare
     v_key text;
     v_applied record;
     v_active boolean;
+    v_head bigint;
     v_results jsonb[] := '{}';
     v_woken text[] := '{}';   -- per item: the group whose waiters should retry, if any
+    v_acked text[] := '{}';   -- per item: the status applied
+    v_dead integer[] := '{}'; -- per item: dead letters caused
+    v_expired integer[] := '{}'; -- per item: expired leases accounted
 begin
     for v_item in select * from regina._ack_items(i_acks) a
                   order by a.partition_id nulls first, a.consumer_group, a.seq, a.idx
@@ -189,8 +199,11 @@ begin
             where c.partition_id = v_item.partition_id and c.consumer_group = v_item.consumer_group
             for update;
             if v_c.lease_active and v_c.lease_expires_at <= v_now then
+                v_head := v_c.next_seq;
                 v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
                 v_woken[v_item.idx + 1] := v_c.consumer_group;
+                v_expired[v_item.idx + 1] := 1;
+                v_dead[v_item.idx + 1] := (v_c.next_seq > v_head)::integer;
             end if;
         end if;
         if v_c.partition_id is null then
@@ -200,12 +213,20 @@ begin
             continue;
         end if;
         v_active := v_c.lease_active;
+        v_head := v_c.next_seq;
         select * into v_applied from regina._ack_apply(v_c, v_item, v_q, v_now);
         v_c := v_applied.io_c;
         v_results[v_item.idx + 1] := regina._ack_result(v_item, v_applied.o_code,
                                                         v_applied.o_released, v_applied.o_dlq);
         if v_active and not v_c.lease_active then
             v_woken[v_item.idx + 1] := v_c.consumer_group;
+        end if;
+        if v_applied.o_code is null then
+            v_acked[v_item.idx + 1] := v_item.status;
+            -- A `dlq` always dead-letters; a `failed` does when it moved the head past it.
+            if v_item.status = 'dlq' or (v_item.status = 'failed' and v_c.next_seq > v_head) then
+                v_dead[v_item.idx + 1] := coalesce(v_dead[v_item.idx + 1], 0) + 1;
+            end if;
         end if;
     end loop;
     if v_c.partition_id is not null then
@@ -214,7 +235,8 @@ begin
 
     return query
     select (r.o - 1)::integer, r.v,
-           case when v_woken[r.o] is not null then r.v ->> 'queueName' end, v_woken[r.o]
+           case when v_woken[r.o] is not null then r.v ->> 'queueName' end, v_woken[r.o],
+           r.v ->> 'queueName', v_acked[r.o], coalesce(v_dead[r.o], 0), coalesce(v_expired[r.o], 0)
     from unnest(v_results) with ordinality r(v, o);
 end
 $$;

@@ -93,9 +93,13 @@ begin
 end
 $$;
 
+-- One row per ack operation and pushed item: the wire result, the waiters to wake, and the
+-- metrics columns of regina.ack (`queue_name` for pushed items too).
+select regina._drop_outdated('regina.transaction(jsonb, json, timestamptz)', 'leases_expired');
 create or replace function regina.transaction(i_ops jsonb, i_payloads json default null,
                                               i_now timestamptz default null)
-returns table (idx integer, result jsonb, wake_queue text, wake_group text)
+returns table (idx integer, result jsonb, wake_queue text, wake_group text, queue_name text,
+               acked text, dead_lettered integer, leases_expired integer)
 language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
@@ -108,6 +112,10 @@ declare
     v_results jsonb[] := '{}';
     v_wake_queues text[] := '{}';  -- per result: waiters to wake when an ack ended a lease
     v_wake_groups text[] := '{}';
+    v_queues text[] := '{}';       -- per result: the metrics columns
+    v_statuses text[] := '{}';
+    v_dead integer[] := '{}';
+    v_expired integer[] := '{}';
 begin
     perform regina._transaction_lock(v_acks, i_ops);
 
@@ -118,6 +126,10 @@ begin
             v_results := v_results || regina._transaction_ack_result(v_row.result);
             v_wake_queues := v_wake_queues || v_row.wake_queue;
             v_wake_groups := v_wake_groups || v_row.wake_group;
+            v_queues := v_queues || v_row.queue_name;
+            v_statuses := v_statuses || v_row.acked;
+            v_dead := v_dead || v_row.dead_lettered;
+            v_expired := v_expired || v_row.leases_expired;
             if not (v_row.result ->> 'success')::boolean then
                 perform regina._transaction_abort('ACK', v_row.result, v_results);
             end if;
@@ -137,6 +149,10 @@ begin
             v_results := v_results || regina._transaction_push_result(v_row.result);
             v_wake_queues := v_wake_queues || null::text;
             v_wake_groups := v_wake_groups || null::text;
+            v_queues := v_queues || (v_row.result ->> 'queueName');
+            v_statuses := v_statuses || null::text;
+            v_dead := v_dead || 0;
+            v_expired := v_expired || 0;
             if v_row.result ->> 'status' = 'failed' then
                 perform regina._transaction_abort('PUSH', v_row.result, v_results);
             end if;
@@ -145,7 +161,8 @@ begin
     end loop;
 
     return query
-    select (r.o - 1)::integer, r.v, v_wake_queues[r.o], v_wake_groups[r.o]
+    select (r.o - 1)::integer, r.v, v_wake_queues[r.o], v_wake_groups[r.o], v_queues[r.o],
+           v_statuses[r.o], v_dead[r.o], v_expired[r.o]
     from unnest(v_results) with ordinality r(v, o);
 end
 $$;

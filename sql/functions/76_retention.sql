@@ -13,11 +13,15 @@
 -- _partition_trim. `retention`: older than retentionSeconds, or older than
 -- completedRetentionSeconds and settled by every known group (none, with no known group).
 -- `eviction`: older than maxWaitTimeSeconds and not settled by some known group (every message,
--- with no known group); settled messages are left to retention.
+-- with no known group); settled messages are left to retention. Offsets from o_completed_lo on
+-- are deleted for completedRetentionSeconds only (the metrics tell the two apart).
+select regina._drop_outdated('regina._trim_range(regina.queues, text, bigint, text[], timestamptz)',
+                             'o_completed_lo');
 create or replace function regina._trim_range(i_q regina.queues, i_job text,
                                               i_partition_id bigint, i_groups text[],
                                               i_now timestamptz,
-                                              out o_lo bigint, out o_hi bigint)
+                                              out o_lo bigint, out o_hi bigint,
+                                              out o_completed_lo bigint)
 language plpgsql as $$
 declare
     v_floor bigint := case when cardinality(i_groups) > 0
@@ -29,12 +33,14 @@ begin
         o_lo := coalesce(v_floor, 0);
         o_hi := regina._start_seq(i_partition_id,
                                   i_now - i_q.max_wait_time_seconds * interval '1 second');
+        o_completed_lo := o_hi;
         return;
     end if;
     if i_q.retention_seconds > 0 then
         o_hi := regina._start_seq(i_partition_id,
                                   i_now - i_q.retention_seconds * interval '1 second');
     end if;
+    o_completed_lo := o_hi;
     if i_q.completed_retention_seconds > 0 and v_floor is not null then
         o_hi := greatest(o_hi, least(v_floor, regina._start_seq(i_partition_id,
                     i_now - i_q.completed_retention_seconds * interval '1 second')));
@@ -78,32 +84,34 @@ end
 $$;
 
 -- Deletes up to i_limit messages of one partition that job i_job may delete, sparing every
--- active lease's delivered range. Null when the partition or one of its cursors is locked by
--- someone else (busy); otherwise the number of messages deleted.
+-- active lease's delivered range. o_removed is null when the partition or one of its cursors is
+-- locked by someone else (busy); otherwise the number of messages deleted, o_completed of them
+-- for completedRetentionSeconds.
+select regina._drop_outdated('regina._partition_trim(regina.queues, text, bigint, text[], bigint, '
+                             'timestamptz)', 'o_completed');
 create or replace function regina._partition_trim(i_q regina.queues, i_job text,
                                                   i_partition_id bigint, i_groups text[],
-                                                  i_limit bigint, i_now timestamptz)
-returns bigint
+                                                  i_limit bigint, i_now timestamptz,
+                                                  out o_removed bigint, out o_completed bigint)
 language plpgsql as $$
 declare
     v_p regina.partitions;
     v_cursors integer;
     v_locked integer;
     v_range record;
-    v_deleted bigint;
     v_traced boolean;
     v_gone text[];
 begin
     select * into v_p from regina.partitions p where p.id = i_partition_id
     for update skip locked;
     if not found then
-        return null;
+        return;
     end if;
     select count(*) into v_cursors from regina.cursors c where c.partition_id = i_partition_id;
     perform 1 from regina.cursors c where c.partition_id = i_partition_id for update skip locked;
     get diagnostics v_locked = row_count;
     if v_locked < v_cursors then
-        return null;
+        return;
     end if;
     select * into v_range from regina._trim_range(i_q, i_job, i_partition_id, i_groups, i_now);
     -- Trace events go with their messages (regina._traces_forget), which needs the keys of the
@@ -120,31 +128,33 @@ begin
     gone as (
         delete from regina.messages m using doomed d
         where m.partition_id = i_partition_id and m.seq = d.seq
-        returning m.transaction_id, m.for_group)
-    select count(*),
+        returning m.seq, m.transaction_id, m.for_group)
+    select count(*), count(*) filter (where g.seq >= v_range.o_completed_lo),
            array_agg(g.transaction_id) filter (
                where v_traced and (g.for_group is null
                                    or not exists (select 1 from regina.messages o
                                                   where o.partition_id = i_partition_id
                                                     and o.transaction_id = g.transaction_id
                                                     and o.for_group is null)))
-    into v_deleted, v_gone
+    into o_removed, o_completed, v_gone
     from gone g;
-    if v_deleted > 0 then
+    if o_removed > 0 then
         if v_traced then
             perform regina._traces_forget(i_partition_id, v_gone);
         end if;
         perform regina._partition_heads_fix(v_p, i_now);
     end if;
-    return v_deleted;
 end
 $$;
 
 -- One queue's share of a call: the partitions whose oldest message is older than the job's
 -- shortest age, in id order, until i_limit messages are deleted.
+select regina._drop_outdated('regina._queue_trim(regina.queues, text, bigint, timestamptz)',
+                             'o_completed');
 create or replace function regina._queue_trim(i_q regina.queues, i_job text, i_limit bigint,
                                               i_now timestamptz,
-                                              out o_removed bigint, out o_busy integer)
+                                              out o_removed bigint, out o_busy integer,
+                                              out o_completed bigint)
 language plpgsql as $$
 declare
     v_groups text[] := regina._queue_groups(i_q.id);
@@ -152,10 +162,11 @@ declare
                          else least(nullif(i_q.retention_seconds, 0),
                                     nullif(i_q.completed_retention_seconds, 0)) end;
     v_partition_id bigint;
-    v_deleted bigint;
+    v_deleted record;
 begin
     o_removed := 0;
     o_busy := 0;
+    o_completed := 0;
     for v_partition_id in
         select p.id from regina.partitions p
         cross join lateral (select m.created_at from regina.messages m
@@ -164,19 +175,23 @@ begin
         order by p.id
     loop
         exit when o_removed >= i_limit;
-        v_deleted := regina._partition_trim(i_q, i_job, v_partition_id, v_groups,
-                                            i_limit - o_removed, i_now);
-        o_busy := o_busy + case when v_deleted is null then 1 else 0 end;
-        o_removed := o_removed + coalesce(v_deleted, 0);
+        select * into v_deleted
+        from regina._partition_trim(i_q, i_job, v_partition_id, v_groups, i_limit - o_removed,
+                                    i_now);
+        o_busy := o_busy + case when v_deleted.o_removed is null then 1 else 0 end;
+        o_removed := o_removed + coalesce(v_deleted.o_removed, 0);
+        o_completed := o_completed + coalesce(v_deleted.o_completed, 0);
     end loop;
 end
 $$;
 
 -- One batch of job i_job (`retention` or `eviction`) over every queue it applies to, at most
--- i_limit messages: one row per queue where it deleted messages or met busy partitions. The
--- leader calls it again while a call deletes i_limit messages.
+-- i_limit messages: one row per queue where it deleted messages or met busy partitions, with
+-- how many of them went for completedRetentionSeconds. The leader calls it again while a call
+-- deletes i_limit messages.
+select regina._drop_outdated('regina._trim_run(text, integer, timestamptz)', 'completed');
 create or replace function regina._trim_run(i_job text, i_limit integer, i_now timestamptz)
-returns table (queue_name text, removed bigint, busy integer)
+returns table (queue_name text, removed bigint, busy integer, completed bigint)
 language plpgsql as $$
 declare
     v_q regina.queues;
@@ -196,6 +211,7 @@ begin
         queue_name := v_q.name;
         removed := v_trim.o_removed;
         busy := v_trim.o_busy;
+        completed := v_trim.o_completed;
         return next;
     end loop;
     perform regina._trace_names_settle();
@@ -203,17 +219,19 @@ end
 $$;
 
 -- Retention: retentionSeconds and completedRetentionSeconds, for queues with retentionEnabled.
+select regina._drop_outdated('regina.retention_run(integer, timestamptz)', 'completed');
 create or replace function regina.retention_run(i_limit integer default 1000,
                                                 i_now timestamptz default null)
-returns table (queue_name text, removed bigint, busy integer)
+returns table (queue_name text, removed bigint, busy integer, completed bigint)
 language sql as $$
     select * from regina._trim_run('retention', i_limit, coalesce(i_now, clock_timestamp()))
 $$;
 
--- Eviction: maxWaitTimeSeconds.
+-- Eviction: maxWaitTimeSeconds (`completed` is always 0).
+select regina._drop_outdated('regina.eviction_run(integer, timestamptz)', 'completed');
 create or replace function regina.eviction_run(i_limit integer default 1000,
                                                i_now timestamptz default null)
-returns table (queue_name text, removed bigint, busy integer)
+returns table (queue_name text, removed bigint, busy integer, completed bigint)
 language sql as $$
     select * from regina._trim_run('eviction', i_limit, coalesce(i_now, clock_timestamp()))
 $$;

@@ -589,7 +589,7 @@ impl Config {
 }
 
 /// The machine's host name, from the kernel (no environment), or `regina` when unknown.
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|h| h.trim().to_owned())

@@ -17,6 +17,7 @@ mod engine;
 mod error;
 mod failover;
 mod http;
+mod metrics;
 mod services;
 mod state;
 mod waiters;

@@ -1,4 +1,5 @@
-//! The broker's shared state: configuration, pool, engine, waiters and background services.
+//! The broker's shared state: configuration, pool, engine, waiters, metrics and background
+//! services.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -13,8 +14,9 @@ use crate::encryption::Encryption;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::failover::{Failover, MaintenanceKind};
-use crate::http::metrics::Metrics;
 use crate::http::webapp::Site;
+use crate::metrics::history::{HistoryWriter, Identity, Sources};
+use crate::metrics::Metrics;
 use crate::services::Services;
 use crate::waiters::Waiters;
 
@@ -35,13 +37,14 @@ pub(crate) struct Shared {
     pub(crate) failover: Arc<Failover>,
     pub(crate) inflight: Arc<Semaphore>,
     pub(crate) started: Instant,
-    pub(crate) metrics: Metrics,
+    pub(crate) metrics: Arc<Metrics>,
     pub(crate) encryption: Encryption,
     /// Token verification; `None` when authentication is off (`JWT_ENABLED`).
     pub(crate) auth: Option<Authenticator>,
     /// The dashboard served at `/` (`WEBAPP_ROOT`).
     pub(crate) site: Site,
     services: Mutex<Option<Services>>,
+    history: Mutex<Option<HistoryWriter>>,
 }
 
 impl AppState {
@@ -60,8 +63,10 @@ impl AppState {
             Error::Config("CORS_ALLOW_ORIGIN is not a valid header value".to_owned())
         })?;
         let db = Db::open(ConnectSettings::new(&config, "pool")?, config.db_pool_size).await?;
+        let started = Instant::now();
+        let metrics = Arc::new(Metrics::new(started, config.metrics_queue_labels_max));
         let waiters = Arc::new(Waiters::new(config.longpoll_waiters_max));
-        let engine = Engine::start(&db, &waiters, &config);
+        let engine = Engine::start(&db, &waiters, &metrics, &config);
         // The switches in force before serving; later changes arrive through the listener.
         let switches: Vec<(MaintenanceKind, bool)> = db
             .maintenance_get()
@@ -70,7 +75,7 @@ impl AppState {
             .into_iter()
             .filter_map(|(kind, enabled)| Some((MaintenanceKind::parse(&kind)?, enabled)))
             .collect();
-        let failover = Failover::start(&config, &db, &waiters, &switches);
+        let failover = Failover::start(&config, &db, &waiters, &metrics, &switches);
         let services = Services::start(
             ConnectSettings::new(&config, "jobs")?,
             Duration::from_millis(config.lease_sweep_interval_ms),
@@ -78,16 +83,18 @@ impl AppState {
             db.clone(),
             waiters.clone(),
             failover.clone(),
+            metrics.clone(),
         );
         if !services.listening(config.db_connection_timeout()).await {
             tracing::warn!("serving before the LISTEN session is up: wake-ups from other instances may wait for the safety re-check");
         }
-        let started = Instant::now();
+        let inflight = Arc::new(Semaphore::new(
+            config.http_inflight_max.min(Semaphore::MAX_PERMITS),
+        ));
+        let history = history_start(&config, &db, &waiters, &metrics, &inflight, started);
         let shared = Shared {
             worker_id: config.worker_id(),
-            inflight: Arc::new(Semaphore::new(
-                config.http_inflight_max.min(Semaphore::MAX_PERMITS),
-            )),
+            inflight,
             config,
             cors_origin,
             db,
@@ -95,11 +102,12 @@ impl AppState {
             waiters,
             failover,
             started,
-            metrics: Metrics::new(started),
+            metrics,
             encryption,
             auth,
             site,
             services: Mutex::new(Some(services)),
+            history: Mutex::new(Some(history)),
         };
         Ok(AppState {
             shared: Arc::new(shared),
@@ -116,7 +124,8 @@ impl AppState {
     }
 
     /// Stops the background services (leadership ends) and the failover drainer, fsyncs what
-    /// the failover buffer still has to write, and closes the pool's connections.
+    /// the failover buffer still has to write, writes the last metrics history, and closes the
+    /// pool's connections.
     pub async fn close(&self) {
         self.shared.failover.close().await;
         let services = self
@@ -128,10 +137,59 @@ impl AppState {
         if let Some(services) = services {
             services.stop().await;
         }
+        let history = self
+            .shared
+            .history
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(history) = history {
+            history.stop().await;
+        }
         self.shared.db.close();
     }
 
     pub(crate) fn get(&self) -> &Shared {
         &self.shared
     }
+}
+
+impl Shared {
+    /// Requests holding an in-flight permit now.
+    pub(crate) fn inflight_in_use(&self) -> usize {
+        inflight_in_use(&self.inflight, self.config.http_inflight_max)
+    }
+}
+
+fn inflight_in_use(inflight: &Semaphore, max: usize) -> usize {
+    max.min(Semaphore::MAX_PERMITS)
+        .saturating_sub(inflight.available_permits())
+}
+
+/// Starts this instance's metrics history writer (every `STATS_INTERVAL_MS`).
+fn history_start(
+    config: &Config,
+    db: &Db,
+    waiters: &Arc<Waiters>,
+    metrics: &Arc<Metrics>,
+    inflight: &Arc<Semaphore>,
+    started: Instant,
+) -> HistoryWriter {
+    let (semaphore, max) = (inflight.clone(), config.http_inflight_max);
+    let sources = Sources {
+        metrics: metrics.clone(),
+        db: db.clone(),
+        waiters: waiters.clone(),
+        inflight: Box::new(move || inflight_in_use(&semaphore, max)),
+        started,
+    };
+    let identity = Identity {
+        worker_id: config.worker_id(),
+        hostname: crate::config::hostname(),
+    };
+    HistoryWriter::start(
+        sources,
+        identity,
+        Duration::from_millis(config.stats_interval_ms.max(1)),
+    )
 }

@@ -7,12 +7,15 @@ use tokio_postgres::Client;
 use super::error::{classify, DbError};
 
 /// What one batch of a deletion job did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Batch {
     /// Messages (or partitions, for cleanup) deleted.
     pub(crate) removed: u64,
     /// Partitions left alone because someone else held them; a later batch takes them.
     pub(crate) busy: u64,
+    /// Per queue where something was deleted: (queue, removed, removed for
+    /// `completedRetentionSeconds` only).
+    pub(crate) queues: Vec<(String, u64, u64)>,
 }
 
 /// A deletion job of the leader.
@@ -75,29 +78,34 @@ pub(crate) async fn batch(
 ) -> Result<Batch, DbError> {
     let rows = match job {
         Job::Retention => {
-            let sql = "select removed, busy from regina.retention_run($1::int)";
+            let sql =
+                "select queue_name, removed, busy, completed from regina.retention_run($1::int)";
             client.query(sql, &[&limit]).await
         }
         Job::Eviction => {
-            let sql = "select removed, busy from regina.eviction_run($1::int)";
+            let sql =
+                "select queue_name, removed, busy, completed from regina.eviction_run($1::int)";
             client.query(sql, &[&limit]).await
         }
         Job::PartitionCleanup => {
-            let sql = "select removed, 0 from regina.partition_cleanup($1::int, $2::int)";
+            let sql = "select queue_name, removed, 0, 0::bigint \
+                       from regina.partition_cleanup($1::int, $2::int)";
             client.query(sql, &[&cleanup_days, &limit]).await
         }
     }
     .map_err(|e| classify(&e))?;
     let mut batch = Batch::default();
+    let column = |e: tokio_postgres::Error| DbError::Internal(e.to_string());
     for row in rows {
-        let removed: i64 = row
-            .try_get(0)
-            .map_err(|e| DbError::Internal(e.to_string()))?;
-        let busy: i32 = row
-            .try_get(1)
-            .map_err(|e| DbError::Internal(e.to_string()))?;
-        batch.removed += removed.unsigned_abs();
+        let queue: String = row.try_get(0).map_err(column)?;
+        let removed = row.try_get::<_, i64>(1).map_err(column)?.unsigned_abs();
+        let busy: i32 = row.try_get(2).map_err(column)?;
+        let completed = row.try_get::<_, i64>(3).map_err(column)?.unsigned_abs();
+        batch.removed += removed;
         batch.busy += u64::from(busy.unsigned_abs());
+        if removed > 0 {
+            batch.queues.push((queue, removed, completed));
+        }
     }
     Ok(batch)
 }

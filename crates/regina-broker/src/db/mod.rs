@@ -9,6 +9,7 @@ mod error;
 mod failover;
 pub(crate) mod jobs;
 mod listen;
+mod metrics;
 pub(crate) mod migrate;
 mod pool;
 mod traces;
@@ -19,6 +20,8 @@ use uuid::Uuid;
 pub(crate) use error::DbError;
 pub(crate) use listen::Notice;
 pub(crate) use pool::{ConnectSettings, Db};
+
+use crate::metrics::AckEvents;
 
 /// The prepared statements of a pool session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -74,9 +77,10 @@ impl Stmt {
             Stmt::Push => {
                 "select idx, result::text from regina.push($1::text::jsonb, $2::text::json, $3::boolean)"
             }
-            Stmt::Pop => "select idx, result::text from regina.pop($1::text::jsonb)",
+            Stmt::Pop => "select idx, result::text, events::text from regina.pop($1::text::jsonb)",
             Stmt::Ack => {
-                "select idx, result::text, wake_queue, wake_group from regina.ack($1::text::jsonb)"
+                "select idx, result::text, wake_queue, wake_group, queue_name, acked, \
+                 dead_lettered, leases_expired from regina.ack($1::text::jsonb)"
             }
             Stmt::LeaseExtend => {
                 "select idx, result::text from regina.lease_extend($1::text::jsonb)"
@@ -89,7 +93,8 @@ impl Stmt {
             Stmt::DlqList => "select regina.dlq_list($1::text::jsonb)::text",
             Stmt::Ping => "select 1",
             Stmt::Transaction => {
-                "select idx, result::text, wake_queue, wake_group \
+                "select idx, result::text, wake_queue, wake_group, queue_name, acked, \
+                 dead_lettered, leases_expired \
                  from regina.transaction($1::text::jsonb, $2::text::json)"
             }
             Stmt::GroupsList => {
@@ -125,14 +130,25 @@ pub(crate) struct IndexedRow {
     pub(crate) result: String,
 }
 
+/// One row of `regina.pop`: the result and what the metrics count (a JSON array, or none).
+#[derive(Debug)]
+pub(crate) struct PopRow {
+    /// The indexed result.
+    pub(crate) row: IndexedRow,
+    /// `events`.
+    pub(crate) events: Option<String>,
+}
+
 /// One row of `regina.ack` (or `regina.transaction`): the result plus the waiters to wake when an
-/// ack ended a lease.
+/// ack ended a lease, and what the metrics count.
 #[derive(Debug)]
 pub(crate) struct AckRow {
     /// The indexed result.
     pub(crate) row: IndexedRow,
     /// Queue and group whose waiters should retry, when the ack ended a lease.
     pub(crate) wake: Option<(String, String)>,
+    /// The metrics columns.
+    pub(crate) events: AckEvents,
 }
 
 pub(crate) fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
@@ -149,16 +165,35 @@ pub(crate) fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
     })
 }
 
+fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
+    row: &'a Row,
+    index: usize,
+) -> Result<T, DbError> {
+    row.try_get(index)
+        .map_err(|e| DbError::Internal(e.to_string()))
+}
+
+fn pop_row(row: &Row) -> Result<PopRow, DbError> {
+    Ok(PopRow {
+        row: indexed(row)?,
+        events: column(row, 2)?,
+    })
+}
+
 fn ack_row(row: &Row) -> Result<AckRow, DbError> {
-    let queue: Option<String> = row
-        .try_get(2)
-        .map_err(|e| DbError::Internal(e.to_string()))?;
-    let group: Option<String> = row
-        .try_get(3)
-        .map_err(|e| DbError::Internal(e.to_string()))?;
+    let queue: Option<String> = column(row, 2)?;
+    let group: Option<String> = column(row, 3)?;
+    let dead_lettered: i32 = column(row, 6)?;
+    let leases_expired: i32 = column(row, 7)?;
     Ok(AckRow {
         row: indexed(row)?,
         wake: queue.zip(group),
+        events: AckEvents {
+            queue: column(row, 4)?,
+            acked: column(row, 5)?,
+            dead_lettered: u64::from(dead_lettered.unsigned_abs()),
+            leases_expired: u64::from(leases_expired.unsigned_abs()),
+        },
     })
 }
 
@@ -195,9 +230,9 @@ impl Db {
     }
 
     /// `regina.pop(requests)`: one row per pop request.
-    pub(crate) async fn pop(&self, requests: &str) -> Result<Vec<IndexedRow>, DbError> {
+    pub(crate) async fn pop(&self, requests: &str) -> Result<Vec<PopRow>, DbError> {
         let rows = self.query(Stmt::Pop, &[&requests]).await?;
-        rows.iter().map(indexed).collect()
+        rows.iter().map(pop_row).collect()
     }
 
     /// `regina.ack(acks)`: one row per ack item.
@@ -334,18 +369,36 @@ pub(crate) mod leader {
         row.try_get(0).map_err(|e| DbError::Internal(e.to_string()))
     }
 
-    /// `regina.lease_sweep(limit)`: the (queue, group) pairs whose lease expired.
+    /// A lease the sweep ended.
+    #[derive(Debug)]
+    pub(crate) struct SweptLease {
+        /// Its queue and group, whose waiters should retry.
+        pub(crate) queue: String,
+        pub(crate) group: String,
+        /// The expiry dead-lettered the head.
+        pub(crate) dead_lettered: bool,
+    }
+
+    /// `regina.lease_sweep(limit)`: the leases whose expiry it accounted.
     pub(crate) async fn lease_sweep(
         client: &Client,
         limit: i32,
-    ) -> Result<Vec<(String, String)>, DbError> {
+    ) -> Result<Vec<SweptLease>, DbError> {
         let rows = client
             .query(
-                "select queue_name, consumer_group from regina.lease_sweep($1::int)",
+                "select queue_name, consumer_group, dead_lettered from regina.lease_sweep($1::int)",
                 &[&limit],
             )
             .await
             .map_err(|e| error::classify(&e))?;
-        pairs(&rows)
+        rows.iter()
+            .map(|row| {
+                Ok(SweptLease {
+                    queue: column(row, 0)?,
+                    group: column(row, 1)?,
+                    dead_lettered: column(row, 2)?,
+                })
+            })
+            .collect()
     }
 }

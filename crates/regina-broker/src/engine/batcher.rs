@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
 use crate::db::{Db, DbError};
+use crate::metrics::{DbCallMetrics, Metrics};
 
 /// Deadlocks and serialization failures are repeated in-process this many times (spec §4.14).
 const CONFLICT_RETRIES_MAX: usize = 3;
@@ -75,10 +76,11 @@ pub(crate) struct Batcher<O: BatchOp> {
 }
 
 impl<O: BatchOp> Batcher<O> {
-    /// Starts the dispatcher task.
-    pub(crate) fn start(op: Arc<O>, db: Db, settings: BatchSettings) -> Self {
+    /// Starts the dispatcher task; its calls are counted under `op` = [`BatchOp::NAME`].
+    pub(crate) fn start(op: Arc<O>, db: Db, settings: BatchSettings, metrics: &Metrics) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(dispatch(op, db, settings, receiver));
+        let calls = metrics.db_calls(O::NAME);
+        tokio::spawn(dispatch(op, db, settings, calls, receiver));
         Batcher { sender }
     }
 
@@ -102,6 +104,7 @@ async fn dispatch<O: BatchOp>(
     op: Arc<O>,
     db: Db,
     settings: BatchSettings,
+    calls: DbCallMetrics,
     mut receiver: mpsc::UnboundedReceiver<Job<O>>,
 ) {
     let slots = Arc::new(Semaphore::new(settings.slots.max(1)));
@@ -141,13 +144,20 @@ async fn dispatch<O: BatchOp>(
         if jobs.is_empty() {
             continue;
         }
-        tokio::spawn(run_batch(op.clone(), db.clone(), jobs, permit));
+        tokio::spawn(run_batch(
+            op.clone(),
+            db.clone(),
+            calls.clone(),
+            jobs,
+            permit,
+        ));
     }
 }
 
 async fn run_batch<O: BatchOp>(
     op: Arc<O>,
     db: Db,
+    calls: DbCallMetrics,
     jobs: Vec<Job<O>>,
     _permit: OwnedSemaphorePermit,
 ) {
@@ -157,7 +167,7 @@ async fn run_batch<O: BatchOp>(
             jobs.into_iter().map(|j| (j.request, j.reply)).unzip();
         let refs: Vec<&O::Request> = requests.iter().collect();
         let started = std::time::Instant::now();
-        let outcome = call_with_retries(&*op, &db, &refs).await;
+        let outcome = call_with_retries(&*op, &db, &calls, &refs).await;
         tracing::debug!(
             elapsed_us = started.elapsed().as_micros() as u64,
             ok = outcome.is_ok(),
@@ -167,7 +177,7 @@ async fn run_batch<O: BatchOp>(
             Ok(responses) => deliver(&*op, &db, replies, responses).await,
             Err(error) if error.is_isolatable() && refs.len() > 1 => {
                 tracing::warn!(%error, "fused call failed; running its requests one by one");
-                isolate(&*op, &db, &refs, replies).await;
+                isolate(&*op, &db, &calls, &refs, replies).await;
             }
             Err(error) => {
                 if !matches!(error, DbError::Unavailable(_) | DbError::Timeout(_)) {
@@ -186,11 +196,15 @@ async fn run_batch<O: BatchOp>(
 async fn call_with_retries<O: BatchOp>(
     op: &O,
     db: &Db,
+    calls: &DbCallMetrics,
     requests: &[&O::Request],
 ) -> Result<Vec<O::Response>, DbError> {
     let mut attempt = 0;
     loop {
-        match op.call(db, requests).await {
+        let started = std::time::Instant::now();
+        let outcome = op.call(db, requests).await;
+        calls.call(requests.len(), started.elapsed(), outcome.is_ok());
+        match outcome {
             Err(DbError::Conflict(message)) if attempt < CONFLICT_RETRIES_MAX => {
                 attempt += 1;
                 tracing::debug!(%message, attempt, "conflict; repeating the call");
@@ -213,12 +227,13 @@ async fn call_with_retries<O: BatchOp>(
 async fn isolate<O: BatchOp>(
     op: &O,
     db: &Db,
+    calls: &DbCallMetrics,
     requests: &[&O::Request],
     replies: Vec<oneshot::Sender<Result<O::Response, DbError>>>,
 ) {
     let calls = requests
         .iter()
-        .map(|request| call_with_retries(op, db, std::slice::from_ref(request)));
+        .map(|request| call_with_retries(op, db, calls, std::slice::from_ref(request)));
     let outcomes = futures::future::join_all(calls).await;
     let mut abandoned = Vec::new();
     for (outcome, reply) in outcomes.into_iter().zip(replies) {

@@ -24,6 +24,7 @@ use transaction::Transactions;
 
 use crate::config::Config;
 use crate::db::{Db, DbError};
+use crate::metrics::Metrics;
 use crate::waiters::Waiters;
 
 /// In-flight lease-extension calls (rare, small).
@@ -40,7 +41,12 @@ pub(crate) struct Engine {
 
 impl Engine {
     /// Starts one dispatcher per operation kind.
-    pub(crate) fn start(db: &Db, waiters: &Arc<Waiters>, config: &Config) -> Engine {
+    pub(crate) fn start(
+        db: &Db,
+        waiters: &Arc<Waiters>,
+        metrics: &Arc<Metrics>,
+        config: &Config,
+    ) -> Engine {
         let settings = |slots| BatchSettings {
             slots,
             requests_max: config.batch_requests_max,
@@ -53,6 +59,8 @@ impl Engine {
                 db: db.clone(),
                 waiters: waiters.clone(),
                 announcer: announcer.clone(),
+                metrics: metrics.clone(),
+                calls: metrics.db_calls("transaction"),
             },
             push: Batcher::start(
                 Arc::new(PushOp {
@@ -61,22 +69,32 @@ impl Engine {
                 }),
                 db.clone(),
                 settings(config.db_calls_push),
+                metrics,
             ),
             pop: Batcher::start(
                 Arc::new(PopOp {
                     waiters: waiters.clone(),
+                    metrics: metrics.clone(),
                 }),
                 db.clone(),
                 settings(config.db_calls_pop),
+                metrics,
             ),
             ack: Batcher::start(
                 Arc::new(AckOp {
                     waiters: waiters.clone(),
+                    metrics: metrics.clone(),
                 }),
                 db.clone(),
                 settings(config.db_calls_ack),
+                metrics,
             ),
-            extend: Batcher::start(Arc::new(ExtendOp), db.clone(), settings(EXTEND_SLOTS)),
+            extend: Batcher::start(
+                Arc::new(ExtendOp),
+                db.clone(),
+                settings(EXTEND_SLOTS),
+                metrics,
+            ),
         }
     }
 

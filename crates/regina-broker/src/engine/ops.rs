@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::announce::Announcer;
 use super::batcher::BatchOp;
 use crate::db::{Db, DbError, IndexedRow};
+use crate::metrics::Metrics;
 use crate::waiters::Waiters;
 
 /// `[a,b,c]` from pre-written JSON fragments (each a comma-separated run of elements).
@@ -193,6 +194,7 @@ impl PopOutcome {
 /// Fused `regina.pop`.
 pub(crate) struct PopOp {
     pub(crate) waiters: Arc<Waiters>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl BatchOp for PopOp {
@@ -207,6 +209,14 @@ impl BatchOp for PopOp {
     async fn call(&self, db: &Db, requests: &[&PopRequest]) -> Result<Vec<PopOutcome>, DbError> {
         let body = json_array(requests.iter().map(|r| r.json.as_str()));
         let rows = db.pop(&body).await?;
+        // Committed: what the claims delivered and settled is counted whether or not the
+        // requester is still there.
+        let rows = rows.into_iter().map(|r| {
+            if let Some(events) = &r.events {
+                self.metrics.pop_events(events);
+            }
+            r.row
+        });
         split_rows(rows, requests.iter().map(|_| 1))?
             .into_iter()
             .map(|mut results| PopOutcome::from_result(results.pop().unwrap_or_default()))
@@ -252,6 +262,7 @@ pub(crate) struct AckRequest {
 /// Fused `regina.ack`.
 pub(crate) struct AckOp {
     pub(crate) waiters: Arc<Waiters>,
+    pub(crate) metrics: Arc<Metrics>,
 }
 
 impl BatchOp for AckOp {
@@ -273,6 +284,7 @@ impl BatchOp for AckOp {
                 if let Some(wake) = r.wake {
                     wakes.insert(wake);
                 }
+                self.metrics.ack_events(&r.events);
                 r.row
             })
             .collect();

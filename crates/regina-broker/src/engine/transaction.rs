@@ -6,9 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use serde::Deserialize;
+
 use super::announce::Announcer;
 use super::ops::split_rows;
-use crate::db::{Db, DbError, IndexedRow};
+use crate::db::{AckRow, Db, DbError, IndexedRow};
+use crate::metrics::{DbCallMetrics, Metrics};
 use crate::waiters::Waiters;
 
 /// Calls of one transaction that a deadlock or serialization failure may cost. The lock order of
@@ -29,11 +32,14 @@ pub(crate) struct TransactionRequest {
     pub(crate) targets: BTreeSet<(String, String)>,
 }
 
-/// Runs transactions and wakes the waiters their commits concern.
+/// Runs transactions, wakes the waiters their commits concern and counts what they did.
 pub(crate) struct Transactions {
     pub(crate) db: Db,
     pub(crate) waiters: Arc<Waiters>,
     pub(crate) announcer: Announcer,
+    pub(crate) metrics: Arc<Metrics>,
+    /// `op="transaction"`.
+    pub(crate) calls: DbCallMetrics,
 }
 
 impl Transactions {
@@ -44,11 +50,15 @@ impl Transactions {
     pub(crate) async fn run(&self, request: &TransactionRequest) -> Result<Vec<String>, DbError> {
         let mut attempt = 1;
         let rows = loop {
-            match self
+            let started = std::time::Instant::now();
+            let outcome = self
                 .db
                 .transaction(&request.operations, &request.payloads)
-                .await
-            {
+                .await;
+            // An aborted transaction is an answer, not a failed call.
+            let ok = matches!(outcome, Ok(_) | Err(DbError::TransactionAborted { .. }));
+            self.calls.call(1, started.elapsed(), ok);
+            match outcome {
                 Err(DbError::Conflict(message)) if attempt < ATTEMPTS_MAX => {
                     tracing::info!(attempt, %message, "transaction repeated after a conflict");
                     attempt += 1;
@@ -56,6 +66,7 @@ impl Transactions {
                 outcome => break outcome?,
             }
         };
+        self.count(&rows);
         let mut lease_ends = BTreeSet::new();
         let rows: Vec<IndexedRow> = rows
             .into_iter()
@@ -71,6 +82,29 @@ impl Transactions {
             .unwrap_or_default();
         self.wake(request, &lease_ends);
         Ok(results)
+    }
+
+    /// Committed: the acks, the stored pushes, and one transaction for each queue touched.
+    fn count(&self, rows: &[AckRow]) {
+        #[derive(Deserialize)]
+        struct PushStatus<'a> {
+            #[serde(rename = "type")]
+            kind: &'a str,
+            status: Option<&'a str>,
+        }
+        for row in rows {
+            self.metrics.ack_events(&row.events);
+            let Some(queue) = row.events.queue.as_deref() else {
+                continue;
+            };
+            let stored = serde_json::from_str::<PushStatus<'_>>(&row.row.result)
+                .is_ok_and(|r| r.kind == "push" && r.status == Some("queued"));
+            if stored {
+                self.metrics.pushed(queue, 1);
+            }
+        }
+        self.metrics
+            .transaction_committed(rows.iter().filter_map(|r| r.events.queue.as_deref()));
     }
 
     /// Committed: waiters of every pushed partition and of every group whose lease ended.

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use super::record::Record;
 use super::store::Batch;
 use super::Failover;
-use crate::db::DbError;
+use crate::db::{DbError, IndexedRow};
 use crate::engine::{push_arrays, push_committed};
 
 /// Deadlocks and serialization failures are repeated this many times (spec §4.14).
@@ -115,8 +115,13 @@ async fn call(failover: &Failover, records: &[Record]) -> Result<(), DbError> {
     let items = records.iter().map(|r| &r.item);
     let (items_json, payloads) = push_arrays(items.clone());
     let mut attempt = 0;
-    loop {
-        match failover.db.failover_replay(&items_json, &payloads).await {
+    let rows = loop {
+        let started = std::time::Instant::now();
+        let outcome = failover.db.failover_replay(&items_json, &payloads).await;
+        failover
+            .replay_calls
+            .call(records.len(), started.elapsed(), outcome.is_ok());
+        match outcome {
             Err(DbError::Conflict(message)) if attempt < CONFLICT_RETRIES_MAX => {
                 attempt += 1;
                 tracing::debug!(%message, attempt, "replay conflict; repeating the call");
@@ -129,16 +134,33 @@ async fn call(failover: &Failover, records: &[Record]) -> Result<(), DbError> {
                     records.len()
                 )));
             }
-            Ok(_) => break,
+            Ok(rows) => break rows,
         }
-    }
+    };
     failover.db_reached(true);
+    count(failover, records, &rows);
     push_committed(
         &failover.waiters,
         &failover.announcer,
         items.map(|i| (i.queue.as_str(), i.partition.as_str())),
     );
     Ok(())
+}
+
+/// Counts a committed replay: every record replayed, and the messages it stored per queue.
+fn count(failover: &Failover, records: &[Record], rows: &[IndexedRow]) {
+    #[derive(serde::Deserialize)]
+    struct Status<'a> {
+        status: Option<&'a str>,
+    }
+    failover.metrics.replayed(records.len() as u64);
+    for row in rows {
+        let stored = serde_json::from_str::<Status<'_>>(&row.result)
+            .is_ok_and(|r| r.status == Some("queued"));
+        if let Some(record) = records.get(row.idx).filter(|_| stored) {
+            failover.metrics.pushed(&record.item.queue, 1);
+        }
+    }
 }
 
 /// Whether an error belongs to the records sent rather than to the database: a data or

@@ -41,6 +41,7 @@ use store::{Store, StoreSettings};
 use crate::config::Config;
 use crate::db::Db;
 use crate::engine::announce::Announcer;
+use crate::metrics::{DbCallMetrics, Metrics};
 use crate::waiters::Waiters;
 
 /// How the drainer replays (`FILE_BUFFER_*`).
@@ -62,6 +63,9 @@ pub(crate) struct Failover {
     db: Db,
     waiters: Arc<Waiters>,
     announcer: Announcer,
+    metrics: Arc<Metrics>,
+    /// `op="failover_replay"`.
+    replay_calls: DbCallMetrics,
     /// Wakes the drainer before its next tick.
     wake: Notify,
     /// Whether the last database attempt reached PostgreSQL (for logging transitions).
@@ -77,6 +81,7 @@ impl Failover {
         config: &Config,
         db: &Db,
         waiters: &Arc<Waiters>,
+        metrics: &Arc<Metrics>,
         switches: &[(MaintenanceKind, bool)],
     ) -> Arc<Failover> {
         let store = Store::open(StoreSettings {
@@ -95,6 +100,8 @@ impl Failover {
             db: db.clone(),
             waiters: waiters.clone(),
             announcer: Announcer::start(db.clone()),
+            metrics: metrics.clone(),
+            replay_calls: metrics.db_calls("failover_replay"),
             wake: Notify::new(),
             db_reachable: AtomicBool::new(true),
             drainer: Mutex::new(None),

@@ -14,8 +14,9 @@ mod health;
 mod lease;
 mod maintenance;
 mod messages;
-pub(crate) mod metrics;
+mod metrics;
 mod names;
+mod observe;
 pub mod openapi;
 mod pop;
 mod push;
@@ -73,16 +74,20 @@ pub fn app(state: AppState) -> Router {
     } else {
         api
     };
+    // Outermost route layer: answers of the access guard keep their route template too.
+    let api = api.route_layer(middleware::from_fn(observe::route_template));
     let routes = api
         // The dashboard for `GET`s outside the API; the JSON 404 of an unknown route otherwise.
         // Outside the access guard: the dashboard's files are public (spec §1.6).
         .fallback_service(webapp::router(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
-    // The edge layer sits outside the routing router so it can normalise the path first.
+    // The edge layer sits outside the routing router so it can normalise the path first; the
+    // request counter outside both, so it sees every answer.
     Router::new()
         .fallback_service(routes)
-        .layer(middleware::from_fn_with_state(state, edge))
+        .layer(middleware::from_fn_with_state(state.clone(), edge))
+        .layer(middleware::from_fn_with_state(state, observe::count))
 }
 
 async fn not_found(
@@ -122,7 +127,6 @@ async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -
         request_id = %id,
     );
     let shared = state.get();
-    shared.metrics.request_received();
     let mut response = async {
         if request.method() == Method::OPTIONS {
             return preflight();
@@ -132,9 +136,9 @@ async fn edge(State(state): State<AppState>, mut request: Request, next: Next) -
             return ApiError::shutting_down().into_response();
         }
         drop_trailing_slash(&mut request);
-        // `/metrics` is local and cheap: an instance at its limit must stay observable, and
-        // polling it must not take the room of real work.
-        let _permit = if request.uri().path() == metrics::PATH {
+        // The metrics routes are local and cheap: an instance at its limit must stay
+        // observable, and polling it must not take the room of real work.
+        let _permit = if metrics::exempt_from_inflight_limit(request.uri().path()) {
             None
         } else {
             let Ok(permit) = shared.inflight.clone().try_acquire_owned() else {

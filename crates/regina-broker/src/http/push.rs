@@ -11,9 +11,9 @@ use axum::Router;
 use super::access::Auth;
 use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
-use super::push_items::{self, EntryStatus, ENCRYPTION_UNAVAILABLE};
+use super::push_items::{self, EntryStatus, PreparedItem, ENCRYPTION_UNAVAILABLE};
 use crate::engine::json::indexed_array;
-use crate::state::AppState;
+use crate::state::{AppState, Shared};
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new().route("/api/v1/push", post(push))
@@ -41,10 +41,7 @@ async fn push(
     }
     let results = push_items::store(shared, &prepared).await?;
     let statuses: Vec<EntryStatus> = results.iter().map(|r| EntryStatus::of(r)).collect();
-    let queued = statuses
-        .iter()
-        .filter(|s| s.status.as_deref() == Some("queued"));
-    shared.metrics.messages_pushed(queued.count() as u64);
+    count(shared, &prepared, &statuses);
     let unsealable = statuses
         .iter()
         .filter(|s| s.code.as_deref() == Some(ENCRYPTION_UNAVAILABLE))
@@ -74,4 +71,34 @@ async fn push(
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     Ok(response)
+}
+
+/// Counts the outcome of each item: stored (per queue), refused in-band (per queue and code),
+/// or written to the failover buffer.
+fn count(shared: &Shared, items: &[PreparedItem<'_>], statuses: &[EntryStatus]) {
+    let metrics = &shared.metrics;
+    let mut buffered = 0;
+    let mut run: Option<(&str, u64)> = None;
+    for (item, status) in items.iter().zip(statuses) {
+        match status.status.as_deref() {
+            Some("queued") => match &mut run {
+                // Items of one queue usually come together: one count per run of them.
+                Some((queue, count)) if *queue == item.queue => *count += 1,
+                _ => {
+                    if let Some((queue, count)) = run.replace((&item.queue, 1)) {
+                        metrics.pushed(queue, count);
+                    }
+                }
+            },
+            Some("buffered") => buffered += 1,
+            Some("failed") => {
+                metrics.push_rejected(&item.queue, status.code.as_deref().unwrap_or("unknown"));
+            }
+            _ => {}
+        }
+    }
+    if let Some((queue, count)) = run {
+        metrics.pushed(queue, count);
+    }
+    metrics.buffered(buffered);
 }

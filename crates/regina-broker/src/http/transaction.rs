@@ -97,13 +97,7 @@ async fn run(
     for _ in 0..ENCRYPTION_ATTEMPTS_MAX {
         let request = render_request(&operations, encryption);
         match shared.engine.transaction(&request).await {
-            Ok(results) => {
-                let queued = results
-                    .iter()
-                    .filter(|r| push_items::EntryStatus::of(r).status.as_deref() == Some("queued"));
-                shared.metrics.messages_pushed(queued.count() as u64);
-                return Ok(results);
-            }
+            Ok(results) => return Ok(results),
             Err(DbError::TransactionAborted { detail }) => match refused_plaintext(&detail) {
                 Some(queue) => {
                     encryption.remember(&queue, true);

@@ -11,6 +11,7 @@ use tokio_postgres::Client;
 
 use super::{stop_requested, RECONNECT_DELAY};
 use crate::db::{self, ConnectSettings, DbError};
+use crate::metrics::Metrics;
 use crate::waiters::Waiters;
 
 /// Leases accounted per sweep call.
@@ -26,15 +27,20 @@ pub(super) async fn run(
     settings: ConnectSettings,
     sweep_interval: Duration,
     waiters: Arc<Waiters>,
+    metrics: Arc<Metrics>,
     leading: watch::Sender<bool>,
     mut stopped: watch::Receiver<bool>,
 ) {
     let settings = settings.with_statement_timeout_ms(JOB_STATEMENT_TIMEOUT_MS);
+    let sweeper = Sweeper {
+        waiters: &waiters,
+        metrics: &metrics,
+    };
     while !*stopped.borrow() {
         match settings.connect().await {
             Ok(client) => {
                 let stop =
-                    lead_while_connected(&client, sweep_interval, &waiters, &leading, &mut stopped)
+                    lead_while_connected(&client, sweep_interval, &sweeper, &leading, &mut stopped)
                         .await;
                 leading.send_replace(false);
                 if stop {
@@ -54,7 +60,7 @@ pub(super) async fn run(
 async fn lead_while_connected(
     client: &Client,
     sweep_interval: Duration,
-    waiters: &Waiters,
+    sweeper: &Sweeper<'_>,
     leading: &watch::Sender<bool>,
     stopped: &mut watch::Receiver<bool>,
 ) -> bool {
@@ -80,7 +86,7 @@ async fn lead_while_connected(
                 }
             }
         }
-        if let Err(error) = sweep(client, waiters).await {
+        if let Err(error) = sweeper.sweep(client).await {
             tracing::warn!(%error, "lease sweep failed");
             if matches!(error, DbError::Unavailable(_)) || client.is_closed() {
                 tracing::info!("leadership lost with the leader session");
@@ -90,20 +96,30 @@ async fn lead_while_connected(
     }
 }
 
-/// Accounts expired leases in bounded rounds and wakes the affected waiters.
-async fn sweep(client: &Client, waiters: &Waiters) -> Result<(), DbError> {
-    for _ in 0..SWEEP_ROUNDS_MAX {
-        let ended = db::leader::lease_sweep(client, SWEEP_BATCH).await?;
-        if !ended.is_empty() {
-            tracing::debug!(leases = ended.len(), "expired leases accounted");
+/// What a sweep wakes and counts.
+struct Sweeper<'a> {
+    waiters: &'a Waiters,
+    metrics: &'a Metrics,
+}
+
+impl Sweeper<'_> {
+    /// Accounts expired leases in bounded rounds, wakes the affected waiters and counts the
+    /// expiries and their dead letters.
+    async fn sweep(&self, client: &Client) -> Result<(), DbError> {
+        for _ in 0..SWEEP_ROUNDS_MAX {
+            let ended = db::leader::lease_sweep(client, SWEEP_BATCH).await?;
+            if !ended.is_empty() {
+                tracing::debug!(leases = ended.len(), "expired leases accounted");
+            }
+            let done = ended.len() < SWEEP_BATCH as usize;
+            for lease in ended {
+                self.metrics.lease_swept(&lease.queue, lease.dead_lettered);
+                self.waiters.lease_ended(&lease.queue, &lease.group);
+            }
+            if done {
+                break;
+            }
         }
-        let done = ended.len() < SWEEP_BATCH as usize;
-        for (queue, group) in ended {
-            waiters.lease_ended(&queue, &group);
-        }
-        if done {
-            break;
-        }
+        Ok(())
     }
-    Ok(())
 }

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 
 use crate::db::{ConnectSettings, Db};
 use crate::failover::Failover;
+use crate::metrics::Metrics;
 use crate::waiters::Waiters;
 
 /// Pause before reconnecting a background session after a failure.
@@ -40,6 +41,7 @@ impl Services {
         db: Db,
         waiters: Arc<Waiters>,
         failover: Arc<Failover>,
+        metrics: Arc<Metrics>,
     ) -> Services {
         let (stop, stopped) = watch::channel(false);
         let (leading, leader) = watch::channel(false);
@@ -49,12 +51,14 @@ impl Services {
                 settings.clone(),
                 sweep_interval,
                 waiters.clone(),
+                metrics.clone(),
                 leading,
                 stopped.clone(),
             )),
             tokio::spawn(policies::run(
                 settings.clone(),
                 policy,
+                metrics,
                 leader,
                 stopped.clone(),
             )),

@@ -13,6 +13,7 @@ use tokio_postgres::Client;
 use super::{stop_requested, RECONNECT_DELAY};
 use crate::db::jobs::{self, Job};
 use crate::db::{ConnectSettings, DbError};
+use crate::metrics::Metrics;
 
 /// `statement_timeout` of the jobs' session, milliseconds: one batch must fit.
 const JOB_STATEMENT_TIMEOUT_MS: u64 = 60_000;
@@ -44,9 +45,14 @@ pub(crate) struct PolicySettings {
 pub(super) async fn run(
     settings: ConnectSettings,
     policy: PolicySettings,
+    metrics: std::sync::Arc<Metrics>,
     mut leader: watch::Receiver<bool>,
     mut stopped: watch::Receiver<bool>,
 ) {
+    let jobs = Jobs {
+        policy: &policy,
+        metrics: &metrics,
+    };
     let settings = settings.with_statement_timeout_ms(JOB_STATEMENT_TIMEOUT_MS);
     loop {
         while !*leader.borrow_and_update() {
@@ -57,7 +63,7 @@ pub(super) async fn run(
         }
         match settings.connect().await {
             Ok(client) => {
-                if run_while_leader(&client, &policy, &mut leader, &mut stopped).await {
+                if run_while_leader(&client, &jobs, &mut leader, &mut stopped).await {
                     return;
                 }
             }
@@ -73,17 +79,18 @@ pub(super) async fn run(
 /// session was lost.
 async fn run_while_leader(
     client: &Client,
-    policy: &PolicySettings,
+    jobs: &Jobs<'_>,
     leader: &mut watch::Receiver<bool>,
     stopped: &mut watch::Receiver<bool>,
 ) -> bool {
+    let policy = jobs.policy;
     let mut retention = tokio::time::interval(policy.retention_interval);
     let mut eviction = tokio::time::interval(policy.eviction_interval);
     for ticker in [&mut retention, &mut eviction] {
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     }
     loop {
-        let jobs: &[Job] = tokio::select! {
+        let due: &[Job] = tokio::select! {
             _ = retention.tick() => &[Job::Retention, Job::PartitionCleanup],
             _ = eviction.tick() => &[Job::Eviction],
             changed = leader.changed() => {
@@ -94,11 +101,11 @@ async fn run_while_leader(
             }
             _ = stopped.changed() => return true,
         };
-        for &job in jobs {
+        for &job in due {
             if job == Job::PartitionCleanup && policy.cleanup_days == 0 {
                 continue;
             }
-            if let Err(error) = pass(client, job, policy, leader, stopped).await {
+            if let Err(error) = jobs.pass(client, job, leader, stopped).await {
                 tracing::warn!(%error, job = job.name(), "background job failed");
                 if matches!(error, DbError::Unavailable(_)) || client.is_closed() {
                     return false;
@@ -108,60 +115,81 @@ async fn run_while_leader(
     }
 }
 
-/// One pass of `job`, unless another session runs one now.
-async fn pass(
-    client: &Client,
-    job: Job,
-    policy: &PolicySettings,
-    leader: &watch::Receiver<bool>,
-    stopped: &watch::Receiver<bool>,
-) -> Result<(), DbError> {
-    if !jobs::try_lock(client, job).await? {
-        tracing::debug!(job = job.name(), "a pass of this job runs elsewhere");
-        return Ok(());
-    }
-    let started = OffsetDateTime::now_utc();
-    let batches = batches(client, job, policy, leader, stopped).await;
-    let unlocked = jobs::unlock(client, job).await;
-    let removed = batches?;
-    unlocked?;
-    if removed > 0 {
-        tracing::info!(job = job.name(), removed, "background job deleted");
-    }
-    jobs::record(client, job, &policy.worker_id, started, removed).await
+/// The jobs' settings and the metrics they count into.
+struct Jobs<'a> {
+    policy: &'a PolicySettings,
+    metrics: &'a Metrics,
 }
 
-/// The batches of one pass, while each deletes a full batch (or met busy partitions, a few
-/// times) and this instance still leads; the number of rows deleted.
-async fn batches(
-    client: &Client,
-    job: Job,
-    policy: &PolicySettings,
-    leader: &watch::Receiver<bool>,
-    stopped: &watch::Receiver<bool>,
-) -> Result<u64, DbError> {
-    let limit = match job {
-        Job::Eviction => policy.eviction_batch,
-        Job::Retention | Job::PartitionCleanup => policy.retention_batch,
-    };
-    let full = u64::from(limit.unsigned_abs());
-    let mut removed = 0;
-    let mut busy_retries = 0;
-    for _ in 0..PASS_BATCHES_MAX {
-        let batch = jobs::batch(client, job, limit, policy.cleanup_days).await?;
-        removed += batch.removed;
-        let pause = if batch.removed >= full {
-            BATCH_PAUSE
-        } else if batch.busy > 0 && busy_retries < BUSY_RETRIES_MAX {
-            busy_retries += 1;
-            BUSY_PAUSE
-        } else {
-            break;
-        };
-        if *stopped.borrow() || !*leader.borrow() {
-            break;
+impl Jobs<'_> {
+    /// One pass of `job`, unless another session runs one now.
+    async fn pass(
+        &self,
+        client: &Client,
+        job: Job,
+        leader: &watch::Receiver<bool>,
+        stopped: &watch::Receiver<bool>,
+    ) -> Result<(), DbError> {
+        if !jobs::try_lock(client, job).await? {
+            tracing::debug!(job = job.name(), "a pass of this job runs elsewhere");
+            return Ok(());
         }
-        tokio::time::sleep(pause).await;
+        let started = OffsetDateTime::now_utc();
+        let batches = self.batches(client, job, leader, stopped).await;
+        let unlocked = jobs::unlock(client, job).await;
+        let removed = batches?;
+        unlocked?;
+        if removed > 0 {
+            tracing::info!(job = job.name(), removed, "background job deleted");
+        }
+        jobs::record(client, job, &self.policy.worker_id, started, removed).await
     }
-    Ok(removed)
+
+    /// Counts what one committed batch deleted, per queue.
+    fn count(&self, job: Job, batch: &jobs::Batch) {
+        for (queue, removed, completed) in &batch.queues {
+            match job {
+                Job::Retention => self.metrics.retention_deleted(queue, *removed, *completed),
+                Job::Eviction => self.metrics.evicted(queue, *removed),
+                Job::PartitionCleanup => {}
+            }
+        }
+    }
+
+    /// The batches of one pass, while each deletes a full batch (or met busy partitions, a few
+    /// times) and this instance still leads; the number of rows deleted.
+    async fn batches(
+        &self,
+        client: &Client,
+        job: Job,
+        leader: &watch::Receiver<bool>,
+        stopped: &watch::Receiver<bool>,
+    ) -> Result<u64, DbError> {
+        let policy = self.policy;
+        let limit = match job {
+            Job::Eviction => policy.eviction_batch,
+            Job::Retention | Job::PartitionCleanup => policy.retention_batch,
+        };
+        let full = u64::from(limit.unsigned_abs());
+        let mut removed = 0;
+        let mut busy_retries = 0;
+        for _ in 0..PASS_BATCHES_MAX {
+            let batch = jobs::batch(client, job, limit, policy.cleanup_days).await?;
+            self.count(job, &batch);
+            removed += batch.removed;
+            let pause = if batch.removed >= full {
+                BATCH_PAUSE
+            } else if batch.busy > 0 && busy_retries < BUSY_RETRIES_MAX {
+                busy_retries += 1;
+                BUSY_PAUSE
+            } else {
+                break;
+            };
+            if *stopped.borrow() || !*leader.borrow() {
+                break;
+            }
+            tokio::time::sleep(pause).await;
+        }
+        Ok(removed)
+    }
 }

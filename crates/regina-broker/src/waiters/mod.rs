@@ -137,6 +137,17 @@ impl Waiters {
         self.lock().count
     }
 
+    /// Waiters registered now on each queue (namespace/task waiters are on none).
+    pub(crate) fn per_queue(&self) -> HashMap<String, usize> {
+        let registry = self.lock();
+        registry
+            .queues
+            .iter()
+            .filter(|(_, entries)| !entries.is_empty())
+            .map(|(queue, entries)| (queue.clone(), entries.len()))
+            .collect()
+    }
+
     /// A push committed to `partitions` of `queue`: per group, wake one waiter per pushed
     /// partition (any-partition waiters) or per matching partition — parked waiters first, then
     /// waiters running a pop attempt right now (which may have read before the commit) — and

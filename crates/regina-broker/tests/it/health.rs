@@ -125,7 +125,6 @@ async fn metrics_report_instance_counters_in_documented_shape() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not served yet: Prometheus metrics are planned (CHANGELOG, Known limits)"]
 async fn prometheus_metrics_are_text_format_with_regina_prefix() {
     let (_b, api) = start().await;
     api.push_one("pm", "Default", serde_json::json!(1)).await;
@@ -155,7 +154,6 @@ async fn prometheus_metrics_are_text_format_with_regina_prefix() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not served yet: the OpenAPI document is planned (CHANGELOG, Known limits)"]
 async fn openapi_document_is_served_as_openapi_3_1() {
     let (_b, api) = start().await;
     let r = api.get("/api/openapi.json").await;
