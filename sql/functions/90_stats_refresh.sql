@@ -215,33 +215,33 @@ language sql stable as $$
     from regina.stats_state s where s.refreshed_at is not null
 $$;
 
--- Deletes up to i_limit rows of each metrics history table (worker_metrics, queue_metrics,
--- queue_lag_history) older than i_days days; returns the rows deleted. The leader calls it again
--- while it deletes a full batch of some table.
+-- Deletes up to i_limit rows of the metrics history (worker_metrics, queue_metrics, then
+-- queue_lag_history) older than i_days days, in one transaction; returns the rows deleted. The
+-- leader calls it again while it deletes i_limit rows.
 create or replace function regina.metrics_trim(i_days integer, i_limit integer,
                                                i_now timestamptz default null)
-returns table (removed bigint, full_batch boolean)
+returns bigint
 language plpgsql as $$
 declare
     v_before timestamptz := coalesce(i_now, clock_timestamp()) - i_days * interval '1 day';
-    v_workers bigint;
-    v_queues bigint;
-    v_lag bigint;
+    v_left bigint := i_limit;
+    v_n bigint;
 begin
     delete from regina.worker_metrics w
     where w.ctid = any (array(select x.ctid from regina.worker_metrics x
-                              where x.bucket < v_before limit i_limit));
-    get diagnostics v_workers = row_count;
+                              where x.bucket < v_before limit v_left));
+    get diagnostics v_n = row_count;
+    v_left := v_left - v_n;
     delete from regina.queue_metrics m
     where m.ctid = any (array(select x.ctid from regina.queue_metrics x
-                              where x.bucket < v_before limit i_limit));
-    get diagnostics v_queues = row_count;
+                              where x.bucket < v_before limit v_left));
+    get diagnostics v_n = row_count;
+    v_left := v_left - v_n;
     delete from regina.queue_lag_history h
     where h.ctid = any (array(select x.ctid from regina.queue_lag_history x
-                              where x.bucket < v_before limit i_limit));
-    get diagnostics v_lag = row_count;
-    removed := v_workers + v_queues + v_lag;
-    full_batch := greatest(v_workers, v_queues, v_lag) >= i_limit;
-    return next;
+                              where x.bucket < v_before limit v_left));
+    get diagnostics v_n = row_count;
+    v_left := v_left - v_n;
+    return i_limit - v_left;
 end
 $$;

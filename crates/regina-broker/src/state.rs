@@ -35,6 +35,8 @@ pub(crate) struct Shared {
     pub(crate) started: Instant,
     pub(crate) metrics: Metrics,
     pub(crate) encryption: Encryption,
+    /// How to open a session for `POST /api/v1/stats/refresh` (its own statement timeout).
+    pub(crate) stats_session: ConnectSettings,
     services: Mutex<Option<Services>>,
 }
 
@@ -66,6 +68,7 @@ impl AppState {
             ConnectSettings::new(&config, "jobs")?,
             Duration::from_millis(config.lease_sweep_interval_ms),
             config.policy_settings(),
+            config.stats_settings(),
             db.clone(),
             waiters.clone(),
             failover.clone(),
@@ -73,8 +76,11 @@ impl AppState {
         if !services.listening(config.db_connection_timeout()).await {
             tracing::warn!("serving before the LISTEN session is up: wake-ups from other instances may wait for the safety re-check");
         }
+        let stats_session = ConnectSettings::new(&config, "stats")?
+            .with_statement_timeout_ms(crate::services::STATS_STATEMENT_TIMEOUT_MS);
         let started = Instant::now();
         let shared = Shared {
+            stats_session,
             worker_id: config.worker_id(),
             inflight: Arc::new(Semaphore::new(
                 config.http_inflight_max.min(Semaphore::MAX_PERMITS),

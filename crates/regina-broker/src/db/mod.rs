@@ -10,6 +10,7 @@ pub(crate) mod jobs;
 mod listen;
 pub(crate) mod migrate;
 mod pool;
+pub(crate) mod stats;
 
 use tokio_postgres::{Client, Row};
 use uuid::Uuid;

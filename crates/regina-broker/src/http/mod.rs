@@ -2,6 +2,7 @@
 //! validate, call the engine or the database module, and never hold SQL text.
 
 mod ack;
+mod analytics;
 mod body;
 mod buffers;
 mod configure;
@@ -18,7 +19,9 @@ mod pop;
 mod push;
 mod push_items;
 mod query;
+mod range;
 mod resources;
+mod status;
 mod streams;
 mod timestamp;
 mod transaction;
@@ -57,6 +60,8 @@ pub fn app(state: AppState) -> Router {
         .merge(buffers::routes())
         .merge(resources::routes())
         .merge(messages::routes())
+        .merge(status::routes())
+        .merge(analytics::routes())
         .merge(streams::routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

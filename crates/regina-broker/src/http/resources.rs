@@ -1,6 +1,7 @@
-//! Resources (spec §3.8): queue, partition, namespace and task listings, one queue's detail,
-//! queue delete and queue clear. Counts are computed by the database from the base tables for
-//! what each page shows (sql/functions/86_resources.sql).
+//! Resources (spec §3.8): the overview, queue, partition, namespace and task listings, one
+//! queue's detail, queue delete and queue clear. The overview reads the stats tables
+//! (sql/functions/91_status.sql); the listings count from the base tables for what each page
+//! shows (sql/functions/86_resources.sql).
 
 use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, Uri};
@@ -30,6 +31,7 @@ const CLEAR_QUEUE_SEGMENT: usize = 3;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
+        .route("/api/v1/resources/overview", get(overview))
         .route("/api/v1/resources/queues", get(queues))
         .route(
             "/api/v1/resources/queues/{queue}",
@@ -71,6 +73,11 @@ pub(super) fn query_text<'a>(
 /// `offset`: 0 or more.
 pub(super) fn query_offset(query: &Query) -> Result<i64, ApiError> {
     query.integer("offset", 0, i64::from(i32::MAX), 0)
+}
+
+async fn overview(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let body = state.get().db.overview("{}").await?;
+    Ok(json_response(StatusCode::OK, body))
 }
 
 /// The `regina.queues_list` argument.

@@ -1,13 +1,15 @@
 //! Background services. Per database, one leader (elected with a session advisory lock on a
-//! dedicated connection, spec §4.15) runs the expired-lease sweep and, on a session of their own,
-//! the deletion jobs; per instance, a LISTEN session wakes local waiters for pushes committed by
+//! dedicated connection, spec §4.15) runs the expired-lease sweep and, on sessions of their own,
+//! the deletion jobs and the stats refresh; per instance, a LISTEN session wakes local waiters for pushes committed by
 //! other instances (spec §4.9) and applies the maintenance switches (spec §4.14).
 
 mod leader;
 mod listener;
 mod policies;
+mod stats;
 
 pub(crate) use policies::PolicySettings;
+pub(crate) use stats::{StatsSettings, STATS_STATEMENT_TIMEOUT_MS};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,12 +33,13 @@ pub(crate) struct Services {
 }
 
 impl Services {
-    /// Starts the leader election loop, the deletion jobs (active while leading) and the push
-    /// listener.
+    /// Starts the leader election loop, the deletion jobs and the stats refresh (active while
+    /// leading) and the push listener.
     pub(crate) fn start(
         settings: ConnectSettings,
         sweep_interval: Duration,
         policy: PolicySettings,
+        stats: StatsSettings,
         db: Db,
         waiters: Arc<Waiters>,
         failover: Arc<Failover>,
@@ -55,9 +58,10 @@ impl Services {
             tokio::spawn(policies::run(
                 settings.clone(),
                 policy,
-                leader,
+                leader.clone(),
                 stopped.clone(),
             )),
+            tokio::spawn(stats::run(settings.clone(), stats, leader, stopped.clone())),
             tokio::spawn(listener::run(
                 settings, db, waiters, failover, listen_up, stopped,
             )),
