@@ -35,6 +35,7 @@ mod seek;
 mod selector;
 mod shutdown;
 mod sql;
+mod status;
 mod subscription;
 mod transaction;
 mod visibility;
