@@ -8,6 +8,7 @@ mod support;
 
 mod ack;
 mod ack_effects;
+mod analytics;
 mod background_jobs;
 mod capacity;
 mod concurrency;

@@ -5,6 +5,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::ack::{ack1, assert_fail, item};
+use crate::status::{minute, queue_metrics, refresh_stats};
 use crate::support::{assert_iso, enc, start, Api, Reply};
 
 pub async fn delete(api: &Api, path: &str) -> Reply {
@@ -421,4 +422,72 @@ async fn queue_clear_removes_dead_letters_and_wakes_nobody_into_old_work() {
     api.pop("q", "wait=true&timeout=200")
         .await
         .assert_empty("timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overview_counts_queues_messages_lag_and_throughput() {
+    let (b, api) = start().await;
+    api.configure("billing.invoices", json!({})).await;
+    api.configure("billing.refunds", json!({})).await;
+    api.push_to("billing.invoices", "a", &[json!(1), json!(2), json!(3)])
+        .await;
+    api.push_to("ops", "b", &[json!(4)]).await;
+    // Queue mode leases m1; g takes all of a for good; then c gets one message for both.
+    assert_eq!(
+        api.pop_partition("billing.invoices", "a", "batch=1")
+            .await
+            .messages()
+            .len(),
+        1
+    );
+    let taken = api
+        .pop("billing.invoices", "consumerGroup=g&batch=10&autoAck=true")
+        .await;
+    assert_eq!(taken.messages().len(), 3);
+    api.push_to("billing.invoices", "c", &[json!(5)]).await;
+    refresh_stats(&api).await;
+    let previous = minute(&b, 1).await;
+    queue_metrics(
+        &b,
+        previous,
+        "billing.invoices",
+        "w",
+        json!({"pushed": 120, "acked": 60}),
+    )
+    .await;
+    queue_metrics(&b, previous, "ops", "w", json!({"pushed": 30})).await;
+
+    let r = api.get("/api/v1/resources/overview").await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        (
+            &r.body["queues"],
+            &r.body["partitions"],
+            &r.body["namespaces"],
+            &r.body["tasks"]
+        ),
+        (&json!(3), &json!(5), &json!(2), &json!(2))
+    );
+    assert_eq!(
+        r.body["messages"],
+        json!({"total": 5, "pending": 4, "processing": 1, "completed": 0, "failed": 0, "deadLetter": 0})
+    );
+    // Pairs with unsettled messages: (a, queue mode) 3 (m1 leased, m2, m3), (c, queue mode) 1,
+    // (c, g) 1.
+    let offset = &r.body["lag"]["offset"];
+    assert_eq!(
+        (&offset["median"], &offset["min"], &offset["max"]),
+        (&json!(1), &json!(1), &json!(3))
+    );
+    assert_eq!(offset["avg"], 1.67);
+    let time = &r.body["lag"]["time"];
+    assert!(time["max"]
+        .as_f64()
+        .is_some_and(|s| s >= time["min"].as_f64().unwrap()));
+    assert_eq!(
+        r.body["throughput"],
+        json!({"ingestedPerSecond": 2.5, "processedPerSecond": 1})
+    );
+    assert_iso(&r.body["timestamp"], 3);
+    assert!(r.body["statsAge"].as_i64().is_some_and(|a| a <= 2));
 }
