@@ -155,12 +155,15 @@ end
 $$;
 
 -- Ends a pass: sums the queues and their groups' lag, samples the minute's queue lag and depth,
--- and records the pass (statsAge counts from now on). i_recounted: partitions the pass recounted.
+-- brings the hourly sums of the metrics history up to date, and records the pass (statsAge counts
+-- from now on). i_recounted: partitions the pass recounted.
 create or replace function regina.stats_refresh_end(i_recounted bigint, i_now timestamptz default null)
 returns void
 language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_rollup_from timestamptz;
+    v_rollup_to timestamptz;
 begin
     update regina.queue_stats qs
     set partitions = x.partitions, total = x.total, pending = x.pending,
@@ -202,9 +205,23 @@ begin
         set depth = excluded.depth, lag_ms_sum = h.lag_ms_sum + excluded.lag_ms_sum,
             lag_samples = h.lag_samples + 1, lag_ms_max = greatest(h.lag_ms_max, excluded.lag_ms_max);
 
+    -- The hourly sums: the hours since the oldest that may be incomplete (a day at most per
+    -- pass, so a long gap is caught up in steps), the current one included.
+    select coalesce(s.rollup_from, least(
+               (select min(m.bucket) from regina.queue_metrics m),
+               (select min(w.bucket) from regina.worker_metrics w),
+               (select min(h.bucket) from regina.queue_lag_history h)), v_now)
+    into v_rollup_from from regina.stats_state s;
+    v_rollup_from := date_bin('1 hour', v_rollup_from, 'epoch');
+    v_rollup_to := least(v_rollup_from + interval '1 day', date_bin('1 hour', v_now, 'epoch'))
+                   + interval '1 hour';
+    perform regina.metrics_rollup(v_rollup_from, v_rollup_to);
+
     update regina.stats_state s
     set since = s.pending_since, refreshed_at = v_now, recounted = i_recounted,
-        duration_ms = (extract(epoch from clock_timestamp() - s.pass_started_at) * 1000)::bigint;
+        duration_ms = (extract(epoch from clock_timestamp() - s.pass_started_at) * 1000)::bigint,
+        -- Minutes of the last hour may still be written after it ended.
+        rollup_from = least(v_rollup_to, date_bin('1 hour', v_now, 'epoch')) - interval '1 hour';
 end
 $$;
 
@@ -213,35 +230,4 @@ create or replace function regina._stats_age(i_now timestamptz) returns bigint
 language sql stable as $$
     select regina._seconds_since(s.refreshed_at, i_now)
     from regina.stats_state s where s.refreshed_at is not null
-$$;
-
--- Deletes up to i_limit rows of the metrics history (worker_metrics, queue_metrics, then
--- queue_lag_history) older than i_days days, in one transaction; returns the rows deleted. The
--- leader calls it again while it deletes i_limit rows.
-create or replace function regina.metrics_trim(i_days integer, i_limit integer,
-                                               i_now timestamptz default null)
-returns bigint
-language plpgsql as $$
-declare
-    v_before timestamptz := coalesce(i_now, clock_timestamp()) - i_days * interval '1 day';
-    v_left bigint := i_limit;
-    v_n bigint;
-begin
-    delete from regina.worker_metrics w
-    where w.ctid = any (array(select x.ctid from regina.worker_metrics x
-                              where x.bucket < v_before limit v_left));
-    get diagnostics v_n = row_count;
-    v_left := v_left - v_n;
-    delete from regina.queue_metrics m
-    where m.ctid = any (array(select x.ctid from regina.queue_metrics x
-                              where x.bucket < v_before limit v_left));
-    get diagnostics v_n = row_count;
-    v_left := v_left - v_n;
-    delete from regina.queue_lag_history h
-    where h.ctid = any (array(select x.ctid from regina.queue_lag_history x
-                              where x.bucket < v_before limit v_left));
-    get diagnostics v_n = row_count;
-    v_left := v_left - v_n;
-    return i_limit - v_left;
-end
 $$;

@@ -137,9 +137,7 @@ language sql stable as $$
                sum(m.acked) as acked, sum(m.delivered) as delivered,
                sum(m.lag_ms_sum) as lag_ms_sum, sum(m.lag_samples) as lag_samples,
                max(m.lag_ms_max) as lag_ms_max
-        from regina.queue_metrics m
-        where m.bucket >= date_bin(i_step, i_from, 'epoch') and m.bucket < i_to
-          and (i_names is null or m.queue_name = any (i_names))
+        from regina._queue_metrics_in(i_from, i_to, i_step, i_names) m
         group by 1)
     select coalesce(json_agg(json_build_object(
                'timestamp', regina._ts(b.bucket),
@@ -237,15 +235,13 @@ begin
         'workers', regina._status_workers(v_now, coalesce((i_query ->> 'workerSeenSeconds')::integer, 60)
                                                  * interval '1 second'),
         'errors', (select json_build_object(
-                       'dbErrors', (select coalesce(sum(w.db_errors), 0) from regina.worker_metrics w
-                                    where w.bucket >= date_bin(v_range.o_step, v_range.o_from, 'epoch')
-                                      and w.bucket < v_range.o_to),
+                       'dbErrors', (select coalesce(sum(w.db_errors), 0)
+                                    from regina._worker_metrics_in(v_range.o_from, v_range.o_to,
+                                                                   v_range.o_step) w),
                        'ackFailed', coalesce(sum(m.ack_failed), 0),
                        'dlqMessages', coalesce(sum(m.dead_lettered), 0))
-                   from regina.queue_metrics m
-                   where m.bucket >= date_bin(v_range.o_step, v_range.o_from, 'epoch')
-                     and m.bucket < v_range.o_to
-                     and (v_names is null or m.queue_name = any (v_names))),
+                   from regina._queue_metrics_in(v_range.o_from, v_range.o_to, v_range.o_step,
+                                                 v_names) m),
         'statsAge', regina._stats_age(v_now));
 end
 $$;
@@ -263,7 +259,12 @@ declare
 begin
     return (
         with matching as (select * from regina._queues_selected(i_query - 'queue')),
-        page as (select * from matching m order by m.name limit v_limit offset v_offset)
+        page as (select * from matching m order by m.name limit v_limit offset v_offset),
+        throughput as (
+            select m.queue_name, sum(m.pushed) as pushed, sum(m.acked) as acked
+            from regina._queue_metrics_in(v_range.o_from, v_range.o_to, v_range.o_step,
+                                          array(select p.name from page p)) m
+            group by m.queue_name)
         select json_build_object(
             'queues', coalesce(json_agg(json_build_object(
                           'id', p.uuid, 'name', p.name, 'namespace', p.namespace, 'task', p.task,
@@ -279,11 +280,7 @@ begin
                                             'total', (select count(*) from matching)))
         from page p
         left join regina.queue_stats s on s.queue_id = p.id
-        left join lateral (
-            select sum(m.pushed) as pushed, sum(m.acked) as acked from regina.queue_metrics m
-            where m.queue_name = p.name
-              and m.bucket >= date_bin(v_range.o_step, v_range.o_from, 'epoch')
-              and m.bucket < v_range.o_to) t on true);
+        left join throughput t on t.queue_name = p.name);
 end
 $$;
 
@@ -399,11 +396,10 @@ declare
 begin
     return json_build_object(
         'dataPoints', (
+            -- Every interval is whole hours: the hourly sums serve.
             with rows as (
                 select date_trunc(v_unit, m.bucket, 'UTC') as bucket, sum(m.pushed) as pushed
-                from regina.queue_metrics m
-                where m.bucket >= v_first and m.bucket < v_range.o_to
-                  and (v_names is null or m.queue_name = any (v_names))
+                from regina._queue_metrics_in(v_first, v_range.o_to, interval '1 hour', v_names) m
                 group by 1)
             select coalesce(json_agg(json_build_object('timestamp', regina._ts(b.bucket),
                                                        'messages', coalesce(r.pushed, 0))

@@ -7,7 +7,8 @@
 -- Series of counts (requests, messages, deletions, CPU time) have a point in every bucket of the
 -- range, zero where nothing was recorded. Series of sampled gauges (memory, pool, waiters, lag,
 -- depth) and ratios have points only where samples exist, averaged over the bucket's minutes (a
--- missing sample is unknown, not zero); `lag_ms_max` takes the bucket's maximum.
+-- missing sample is unknown, not zero); `lag_ms_max` takes the bucket's maximum. Buckets of an
+-- hour or more read the hourly sums (90_metrics_history.sql).
 
 -- Rows of one feed: (series name, its order in the feed, labels, bucket, value, zero-filled?).
 create or replace function regina._analytics_rows(i_feed text, i_query jsonb, i_from timestamptz,
@@ -16,7 +17,6 @@ returns table (name text, ord integer, labels jsonb, bucket timestamptz, value d
                zero_fill boolean)
 language plpgsql stable as $$
 declare
-    v_first timestamptz := date_bin(i_step, i_from, 'epoch');
     v_seconds double precision := extract(epoch from i_step);
     v_names text[] := regina._metrics_queues(i_query);
 begin
@@ -24,24 +24,24 @@ begin
         return query
         select x.name, x.ord, jsonb_build_object('workerId', w.worker_id, 'hostname', w.hostname),
                w.b, x.value, x.zero_fill
-        from (select date_bin(i_step, m.bucket, 'epoch') as b, m.worker_id, m.hostname,
-                     sum(m.cpu_seconds) as cpu_seconds, avg(m.rss_bytes) as rss_bytes,
-                     avg(m.db_pool_busy) as db_pool_busy, avg(m.db_pool_waiting) as db_pool_waiting,
-                     avg(m.http_inflight) as http_inflight, sum(m.requests) as requests,
+        from (select date_bin(i_step, m.bucket, 'epoch') as b, m.worker_id,
+                     max(m.hostname) as hostname, sum(m.minutes) as minutes,
+                     sum(m.cpu_seconds) as cpu_seconds, sum(m.rss_bytes) as rss_bytes,
+                     sum(m.db_pool_busy) as db_pool_busy, sum(m.db_pool_waiting) as db_pool_waiting,
+                     sum(m.http_inflight) as http_inflight, sum(m.requests) as requests,
                      sum(m.push_messages) as push_messages, sum(m.pop_messages) as pop_messages,
                      sum(m.ack_messages) as ack_messages, sum(m.db_calls) as db_calls,
                      sum(m.batch_requests) as batch_requests
-              from regina.worker_metrics m
-              where m.bucket >= v_first and m.bucket < i_to
-                and (i_query ->> 'workerId' is null or m.worker_id = i_query ->> 'workerId')
+              from regina._worker_metrics_in(i_from, i_to, i_step) m
+              where (i_query ->> 'workerId' is null or m.worker_id = i_query ->> 'workerId')
                 and (i_query ->> 'hostname' is null or m.hostname = i_query ->> 'hostname')
-              group by 1, 2, 3) w
+              group by 1, 2) w
         cross join lateral (values
             ('system-metrics', 'cpu_percent', 1, w.cpu_seconds / v_seconds * 100, true),
-            ('system-metrics', 'rss_bytes', 2, w.rss_bytes, false),
-            ('system-metrics', 'db_pool_busy', 3, w.db_pool_busy, false),
-            ('system-metrics', 'db_pool_waiting', 4, w.db_pool_waiting, false),
-            ('system-metrics', 'http_inflight', 5, w.http_inflight, false),
+            ('system-metrics', 'rss_bytes', 2, (w.rss_bytes / w.minutes)::double precision, false),
+            ('system-metrics', 'db_pool_busy', 3, w.db_pool_busy::double precision / w.minutes, false),
+            ('system-metrics', 'db_pool_waiting', 4, w.db_pool_waiting::double precision / w.minutes, false),
+            ('system-metrics', 'http_inflight', 5, w.http_inflight::double precision / w.minutes, false),
             ('worker-metrics', 'requests', 1, w.requests::double precision, true),
             ('worker-metrics', 'push_messages', 2, w.push_messages::double precision, true),
             ('worker-metrics', 'pop_messages', 3, w.pop_messages::double precision, true),
@@ -56,10 +56,9 @@ begin
         select x.name, x.ord, jsonb_build_object('queue', h.queue_name), h.b, x.value, false
         from (select date_bin(i_step, l.bucket, 'epoch') as b, l.queue_name,
                      sum(l.lag_ms_sum) / nullif(sum(l.lag_samples), 0) as lag_ms_avg,
-                     max(l.lag_ms_max) as lag_ms_max, avg(l.depth) as depth
-              from regina.queue_lag_history l
-              where l.bucket >= v_first and l.bucket < i_to
-                and (v_names is null or l.queue_name = any (v_names))
+                     max(l.lag_ms_max) as lag_ms_max,
+                     (sum(l.depth) / sum(l.minutes))::double precision as depth
+              from regina._lag_history_in(i_from, i_to, i_step, v_names) l
               group by 1, 2) h
         cross join lateral (values ('lag_ms_avg', 1, h.lag_ms_avg), ('lag_ms_max', 2, h.lag_ms_max),
                                    ('depth', 3, h.depth)) x(name, ord, value)
@@ -78,10 +77,9 @@ begin
                      sum(m.transactions) as transactions,
                      sum(m.retention_deleted) as retention_deleted,
                      sum(m.completed_deleted) as completed_deleted, sum(m.evicted) as evicted,
-                     sum(m.expired) as expired, avg(m.waiters) as waiters
-              from regina.queue_metrics m
-              where m.bucket >= v_first and m.bucket < i_to
-                and (v_names is null or m.queue_name = any (v_names))
+                     sum(m.expired) as expired,
+                     sum(m.waiters)::double precision / sum(m.minutes) as waiters
+              from regina._queue_metrics_in(i_from, i_to, i_step, v_names) m
               group by 1, 2, 3) q
         cross join lateral (values
             ('queue-ops', 'push', 1, q.pushed::double precision),
@@ -119,7 +117,7 @@ language sql stable as $$
         (5, 'dead_tuples_messages', (select t.n_dead_tup from pg_stat_user_tables t
                                      where t.relid = 'regina.messages'::regclass)::double precision),
         (6, 'longest_transaction_seconds', (
-            select coalesce(max(extract(epoch from i_now - a.xact_start)), 0)
+            select greatest(0, coalesce(max(extract(epoch from i_now - a.xact_start)), 0))
             from pg_stat_activity a
             where a.datname = current_database() and a.xact_start is not null
               and a.pid <> pg_backend_pid()))
@@ -140,24 +138,31 @@ begin
         v_series := regina._postgres_stats(coalesce(i_now, clock_timestamp()));
     elsif i_feed in ('system-metrics', 'worker-metrics', 'queue-lag', 'queue-ops',
                      'queue-parked-replicas', 'retention') then
-        with rows as (
-            select * from regina._analytics_rows(i_feed, i_query, v_range.o_from, v_range.o_to,
-                                                 v_range.o_step)),
-        keys as (select distinct r.name, r.ord, r.labels, r.zero_fill from rows r),
-        points as (
-            select k.name, k.ord, k.labels, b.bucket, r.value
-            from keys k
-            cross join regina._buckets(v_range.o_from, v_range.o_to, v_range.o_step) b
-            left join rows r on r.name = k.name and r.labels = k.labels and r.bucket = b.bucket
-            where r.value is not null or k.zero_fill)
-        select coalesce(json_agg(json_build_object('name', s.name, 'labels', s.labels,
-                                                   'points', s.points)
-                                 order by s.labels::text, s.ord), '[]')
+        -- Each series gathers its values by bucket once; counts then walk every bucket of the
+        -- range, gauges only their own.
+        with series as (
+            select r.name, r.ord, r.labels, r.zero_fill,
+                   jsonb_object_agg(regina._ts(r.bucket), r.value) as values_by_bucket
+            from regina._analytics_rows(i_feed, i_query, v_range.o_from, v_range.o_to,
+                                        v_range.o_step) r
+            group by r.name, r.ord, r.labels, r.zero_fill)
+        select coalesce(json_agg(json_build_object(
+                   'name', s.name, 'labels', s.labels,
+                   'points', case
+                       when s.zero_fill then (
+                           select json_agg(json_build_array(b.t, regina._round(
+                                      (s.values_by_bucket ->> b.t)::double precision))
+                                           order by b.t)
+                           from (select regina._ts(x.bucket) as t
+                                 from regina._buckets(v_range.o_from, v_range.o_to,
+                                                      v_range.o_step) x) b)
+                       else (
+                           select json_agg(json_build_array(v.key, regina._round(v.value::double precision))
+                                           order by v.key)
+                           from jsonb_each_text(s.values_by_bucket) v) end)
+                   order by s.labels::text, s.ord), '[]')
         into v_series
-        from (select p.name, p.ord, p.labels,
-                     json_agg(json_build_array(regina._ts(p.bucket), regina._round(p.value))
-                              order by p.bucket) as points
-              from points p group by p.name, p.ord, p.labels) s;
+        from series s;
     else
         return null;
     end if;

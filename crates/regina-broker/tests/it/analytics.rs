@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 use time::Duration;
 
-use crate::status::{iso, midnight, q, queue_metrics, refresh_stats, worker_metrics};
+use crate::status::{iso, midnight, minute, q, queue_metrics, refresh_stats, worker_metrics};
 use crate::support::{start, Api, Reply};
 
 async fn feed(api: &Api, name: &str, query: &str) -> Reply {
@@ -412,4 +412,71 @@ async fn unknown_feeds_and_bad_selectors_are_refused() {
         "w".repeat(256)
     );
     api.get(&long).await.assert_error(400, "invalid_parameter");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_ranges_read_the_hourly_sums_the_refresh_keeps() {
+    let (b, api) = start().await;
+    for (minutes_ago, pushed, waiters) in [(1, 5, 2), (2, 7, 4), (40, 11, 6)] {
+        let at = minute(&b, minutes_ago).await;
+        queue_metrics(
+            &b,
+            at,
+            "hq",
+            "w1",
+            json!({"pushed": pushed, "waiters": waiters}),
+        )
+        .await;
+        worker_metrics(
+            &b,
+            at,
+            "w1",
+            at,
+            json!({"requests": pushed, "rss_bytes": 1000 * waiters}),
+        )
+        .await;
+    }
+    refresh_stats(&api).await;
+
+    // Three days: one-hour buckets, read from the hourly sums the refresh just computed.
+    let now = minute(&b, 0).await;
+    let range = format!(
+        "from={}&to={}",
+        q(now - Duration::days(3)),
+        q(now + Duration::minutes(1))
+    );
+    let ops = feed(&api, "queue-ops", &format!("{range}&queue=hq")).await;
+    assert_eq!(ops.body["bucketSeconds"], 3_600);
+    let push = series(&ops, "push", &json!({"queue": "hq"}))["points"]
+        .as_array()
+        .expect("points")
+        .clone();
+    let total: f64 = push.iter().map(|p| p[1].as_f64().unwrap()).sum();
+    assert_eq!(total, 23.0, "every minute counted once: {push:?}");
+    let parked = feed(&api, "queue-parked-replicas", &format!("{range}&queue=hq")).await;
+    let waiters = series(
+        &parked,
+        "waiters",
+        &json!({"queue": "hq", "workerId": "w1"}),
+    )["points"]
+        .as_array()
+        .expect("points")
+        .clone();
+    assert!(!waiters.is_empty() && waiters.len() <= 2, "{waiters:?}");
+    let weighted: f64 = waiters.iter().map(|p| p[1].as_f64().unwrap()).sum();
+    assert!(
+        weighted >= 4.0,
+        "averages of the hours' samples: {waiters:?}"
+    );
+    let system = feed(&api, "worker-metrics", &range).await;
+    let requests = series(
+        &system,
+        "requests",
+        &json!({"workerId": "w1", "hostname": "host-w1"}),
+    )["points"]
+        .as_array()
+        .expect("points")
+        .clone();
+    let total: f64 = requests.iter().map(|p| p[1].as_f64().unwrap()).sum();
+    assert_eq!(total, 23.0);
 }
