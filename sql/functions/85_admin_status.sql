@@ -22,7 +22,9 @@ language sql stable as $$
            coalesce(c.marks || c.lease_marks, '{}'),
            coalesce(c.lease_active and c.lease_expires_at > i_now, false),
            c.lease_expires_at, c.lease_end_seq, coalesce(c.head_attempts, 0), c.head_error
-    from regina.partitions p
+    -- One primary-key probe per id: `p.id = any (ids)` compared every partition with every id.
+    from unnest(i_partition_ids) x(id)
+    join regina.partitions p on p.id = x.id
     cross join lateral (
         select s.consumer_group, s.start_at from regina.subscriptions s where s.queue_id = p.queue_id
         union all
@@ -32,7 +34,6 @@ language sql stable as $$
                           where s.queue_id = p.queue_id and s.consumer_group = o.consumer_group)
     ) k
     left join regina.cursors c on c.partition_id = p.id and c.consumer_group = k.consumer_group
-    where p.id = any (i_partition_ids)
 $$;
 
 -- The status of message i_m for every known group of its partition and every group holding a

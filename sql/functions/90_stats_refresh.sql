@@ -166,10 +166,10 @@ declare
     v_rollup_to timestamptz;
 begin
     update regina.queue_stats qs
-    set partitions = x.partitions, total = x.total, pending = x.pending,
+    set total = x.total, pending = x.pending,
         processing = x.processing, completed = x.completed, failed = x.failed,
         dead_letter = x.dead_letter, groups_counted = qs.groups, refreshed_at = v_now
-    from (select q.id, count(s.partition_id) as partitions, coalesce(sum(s.total), 0) as total,
+    from (select q.id, coalesce(sum(s.total), 0) as total,
                  coalesce(sum(s.pending), 0) as pending,
                  coalesce(sum(s.processing), 0) as processing,
                  coalesce(sum(s.completed), 0) as completed, coalesce(sum(s.failed), 0) as failed,

@@ -1,5 +1,5 @@
--- Dashboard feeds (spec §3.8 overview, §3.12): counts from the stats tables the leader refreshes
--- (90_stats_refresh.sql), throughput and instances from the per-minute metrics history
+-- Dashboard feeds (spec §3.8 overview, §3.12): message counts and lag from the stats tables the
+-- leader refreshes (90_stats_refresh.sql), queues and partitions as they are, throughput and instances from the per-minute metrics history
 -- (migrations/0007_metrics_history.sql), leases and recent dead letters from cheap indexed
 -- queries. Every feed takes its query as JSON: `from`/`to` (ISO text, already resolved by the
 -- broker), `bucketSeconds`, selectors (`queue`, `namespace`, `task`) and the token's queue
@@ -61,11 +61,12 @@ language sql immutable as $$
     select round(coalesce(i_value, 0)::numeric, i_digits)::double precision
 $$;
 
--- The six counts of the selected queues (their stats), and their partition count.
+-- The six counts of the selected queues (their stats), and their partition count (live).
 create or replace function regina._selected_counts(i_query jsonb)
 returns table (queues bigint, partitions bigint, counts json)
 language sql stable as $$
-    select count(*), coalesce(sum(s.partitions), 0),
+    select count(*),
+           coalesce(sum((select count(*) from regina.partitions p where p.queue_id = q.id)), 0)::bigint,
            regina._counts_json(sum(s.total)::bigint, sum(s.pending)::bigint,
                                sum(s.processing)::bigint, sum(s.completed)::bigint,
                                sum(s.failed)::bigint, sum(s.dead_letter)::bigint)
@@ -222,7 +223,8 @@ begin
         'throughput', regina._status_throughput(v_names, v_range.o_from, v_range.o_to, v_range.o_step),
         'queues', (select coalesce(json_agg(json_build_object(
                               'name', q.name, 'namespace', q.namespace, 'task', q.task,
-                              'partitions', coalesce(s.partitions, 0),
+                              'partitions', (select count(*) from regina.partitions p
+                                             where p.queue_id = q.id),
                               'messages', json_build_object('total', coalesce(s.total, 0),
                                                             'pending', coalesce(s.pending, 0),
                                                             'processing', coalesce(s.processing, 0)))
@@ -269,7 +271,8 @@ begin
             'queues', coalesce(json_agg(json_build_object(
                           'id', p.uuid, 'name', p.name, 'namespace', p.namespace, 'task', p.task,
                           'priority', p.priority, 'createdAt', regina._ts(p.created_at),
-                          'partitions', coalesce(s.partitions, 0),
+                          'partitions', (select count(*) from regina.partitions x
+                                         where x.queue_id = p.id),
                           'messages', json_build_object('total', coalesce(s.total, 0),
                                                         'pending', coalesce(s.pending, 0),
                                                         'processing', coalesce(s.processing, 0)),

@@ -43,7 +43,6 @@ create index partition_lag_queue on regina.partition_lag (queue_id, consumer_gro
 -- Per queue: the sums of its partitions' counts and the groups the counts were based on.
 create table regina.queue_stats (
     queue_id     bigint primary key,
-    partitions   bigint not null default 0,
     total        bigint not null default 0,
     pending      bigint not null default 0,
     processing   bigint not null default 0,

@@ -37,6 +37,8 @@ async fn queue_listing_filters_orders_pages_and_counts() {
     let leased = api.pop("billing.invoices", "batch=1").await;
     assert_eq!(leased.status, 200, "{leased:?}");
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let r = api.get("/api/v1/resources/queues").await;
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(
@@ -120,6 +122,8 @@ async fn queue_detail_reports_options_partitions_and_six_counts() {
     .await;
     assert_eq!(res["dlq"], true, "{res}");
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.status, 200, "{d:?}");
     assert_eq!(d.body["name"], "q");
@@ -176,6 +180,8 @@ async fn a_failed_attempt_counts_its_head_once_per_group() {
         )
         .await;
     }
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let d = detail(&api, "q", "").await;
     assert_eq!(
         d.body["totals"],
@@ -193,6 +199,8 @@ async fn partition_listing_filters_orders_and_counts_groups_and_leases() {
     api.pop_partition("alpha", "p2", "consumerGroup=g&autoAck=true")
         .await;
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let r = api.get("/api/v1/resources/partitions").await;
     assert_eq!(r.status, 200, "{r:?}");
     let rows: Vec<(String, String)> = r.body["partitions"]
@@ -248,6 +256,8 @@ async fn namespaces_and_tasks_group_queues_with_empty_labels_under_empty_strings
     api.push_to("plain", "Default", &[json!(1)]).await;
     api.pop("shop.orders", "batch=2&autoAck=true").await;
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let n = api.get("/api/v1/resources/namespaces").await;
     assert_eq!(n.status, 200, "{n:?}");
     assert_eq!(
@@ -354,6 +364,8 @@ async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() 
         .pop("q", "consumerGroup=late&subscriptionMode=new&batch=1")
         .await;
     assert_eq!(late.status, 204, "late subscribes from now: {late:?}");
+    refresh_stats(&api).await;
+    assert_eq!(detail(&api, "q", "").await.body["totals"]["total"], 4);
 
     let r = delete(&api, "/api/v1/queues/q/clear").await;
     assert_eq!(r.status, 200, "{r:?}");
@@ -373,6 +385,8 @@ async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() 
             "lease_expired",
         );
     }
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.body["options"], configured.body["options"]);
     assert_eq!(names(&d.body["partitions"]), ["Default", "p", "r"]);
