@@ -39,6 +39,8 @@ create table regina.partition_lag (
 );
 
 create index partition_lag_queue on regina.partition_lag (queue_id, consumer_group);
+-- The lagging listing takes the oldest heads first.
+create index partition_lag_head_at on regina.partition_lag (head_at);
 
 -- Per queue: the sums of its partitions' counts and the groups the counts were based on.
 create table regina.queue_stats (
@@ -165,3 +167,7 @@ create table regina.stats_state (
 );
 
 insert into regina.stats_state default values;
+
+-- Consumer-group listings read the lag above instead of computing it for every partition with
+-- work (functions/71_consumer_groups.sql).
+drop function if exists regina._group_work(bigint, text);
