@@ -105,43 +105,40 @@ end
 $$;
 
 -- GET /api/v1/consumer-groups/lagging: partitions whose head is older than `minLagSeconds`, for
--- every group and queue, largest lag first, paged; `total` counts them all. Lag as of the last
--- stats refresh, found through the index on the heads' createdAt.
+-- every group and queue, largest lag first (oldest head first), paged; `total` counts them all.
+-- Lag as of the last stats refresh; the page is read along the index on the heads' createdAt and
+-- only its rows are joined to their partitions.
 create or replace function regina.consumer_groups_lagging(i_query jsonb,
                                                           i_now timestamptz default null)
 returns table (total bigint, body json)
 language plpgsql stable as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
-    v_min bigint := (i_query ->> 'minLagSeconds')::bigint;
+    -- Whole seconds above minLagSeconds: at least minLagSeconds + 1 seconds old.
+    v_before timestamptz := v_now - ((i_query ->> 'minLagSeconds')::bigint + 1) * interval '1 second';
 begin
     return query
-    with lagging as (
-        select l.consumer_group, l.offset_lag, l.head_at, q.name as queue_name, p,
-               regina._seconds_since(l.head_at, v_now) as time_lag
-        from regina.partition_lag l
-        join regina.partitions p on p.id = l.partition_id
-        join regina.queues q on q.id = p.queue_id
-        -- Whole seconds above v_min: at least v_min + 1 seconds old.
-        where l.head_at <= v_now - (v_min + 1) * interval '1 second'),
-    page as (
-        select * from lagging l
-        order by l.time_lag desc, l.consumer_group, l.queue_name, (l.p).name
+    with page as (
+        select l.* from regina.partition_lag l
+        where l.head_at <= v_before
+        order by l.head_at, l.consumer_group, l.partition_id
         limit (i_query ->> 'limit')::integer offset (i_query ->> 'offset')::integer)
-    select (select count(*) from lagging),
+    select (select count(*) from regina.partition_lag l where l.head_at <= v_before),
            coalesce(json_agg(json_build_object(
-               'consumer_group', g.consumer_group, 'queue_name', g.queue_name,
-               'partition_name', (g.p).name, 'partition_id', (g.p).uuid,
+               'consumer_group', g.consumer_group, 'queue_name', q.name,
+               'partition_name', p.name, 'partition_id', p.uuid,
                'worker_id', case when c.lease_active and c.lease_expires_at > v_now
                                  then c.lease_id end,
-               'offset_lag', g.offset_lag, 'time_lag_seconds', g.time_lag,
-               'lag_hours', round(g.time_lag / 3600.0, 2),
+               'offset_lag', g.offset_lag,
+               'time_lag_seconds', regina._seconds_since(g.head_at, v_now),
+               'lag_hours', round(regina._seconds_since(g.head_at, v_now) / 3600.0, 2),
                'oldest_unconsumed_at', regina._ts(g.head_at),
                'last_consumed_at', regina._ts(c.last_consumed_at))
-               order by g.time_lag desc, g.consumer_group, g.queue_name, (g.p).name), '[]'::json)
+               order by g.head_at, g.consumer_group, g.partition_id), '[]'::json)
     from page g
-    left join regina.cursors c
-           on c.partition_id = (g.p).id and c.consumer_group = g.consumer_group;
+    join regina.partitions p on p.id = g.partition_id
+    join regina.queues q on q.id = p.queue_id
+    left join regina.cursors c on c.partition_id = g.partition_id and c.consumer_group = g.consumer_group;
 end
 $$;
 

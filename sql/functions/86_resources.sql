@@ -121,14 +121,18 @@ declare
     v_total bigint;
     v_rows json;
 begin
+    -- Narrow rows to sort and count; whole rows only for the page.
     with matching as (
-        select p, q.name as queue_name, q.uuid as queue_uuid from regina.partitions p
+        select p.id, p.name, q.name as queue_name, q.uuid as queue_uuid from regina.partitions p
         join regina.queues q on q.id = p.queue_id
         where (i_query ->> 'queue' is null or q.name = i_query ->> 'queue')
           and (i_query ->> 'search' is null
                or strpos(lower(p.name), lower(i_query ->> 'search')) > 0)),
     page as (
-        select * from matching m order by m.queue_name, (m.p).name limit v_limit offset v_offset)
+        select m.queue_name, m.queue_uuid, p
+        from (select * from matching k order by k.queue_name, k.name
+              limit v_limit offset v_offset) m
+        join regina.partitions p on p.id = m.id)
     select (select count(*) from matching),
            (select coalesce(json_agg(json_build_object(
                         'id', (x.p).uuid, 'name', (x.p).name, 'queue', x.queue_name,

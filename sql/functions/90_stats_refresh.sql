@@ -154,6 +154,23 @@ begin
 end
 $$;
 
+-- The distribution of lag over the (partition, group) pairs with unsettled messages of the queues
+-- i_queue_ids (null: every queue), as the overview shows it: heads as instants (epoch seconds),
+-- so that ages follow the clock between passes, and messages not settled.
+create or replace function regina._lag_summary(i_queue_ids bigint[]) returns jsonb
+language sql stable as $$
+    select jsonb_build_object(
+        'headAvg', avg(extract(epoch from l.head_at)),
+        'headMedian', percentile_cont(0.5) within group (order by extract(epoch from l.head_at)),
+        'headMin', min(extract(epoch from l.head_at)),
+        'headMax', max(extract(epoch from l.head_at)),
+        'offsetAvg', avg(l.offset_lag),
+        'offsetMedian', percentile_cont(0.5) within group (order by l.offset_lag),
+        'offsetMin', min(l.offset_lag), 'offsetMax', max(l.offset_lag))
+    from regina.partition_lag l
+    where i_queue_ids is null or l.queue_id = any (i_queue_ids)
+$$;
+
 -- Ends a pass: sums the queues and their groups' lag, samples the minute's queue lag and depth,
 -- brings the hourly sums of the metrics history up to date, and records the pass (statsAge counts
 -- from now on). i_recounted: partitions the pass recounted.
@@ -204,6 +221,12 @@ begin
     on conflict (bucket, queue_name) do update
         set depth = excluded.depth, lag_ms_sum = h.lag_ms_sum + excluded.lag_ms_sum,
             lag_samples = h.lag_samples + 1, lag_ms_max = greatest(h.lag_ms_max, excluded.lag_ms_max);
+
+    -- The overview's lag distribution, once per pass rather than per request (a sort of every
+    -- pair with lag); only batches change the lag rows.
+    if i_recounted > 0 or (select s.lag_summary is null from regina.stats_state s) then
+        update regina.stats_state s set lag_summary = regina._lag_summary(null);
+    end if;
 
     -- The hourly sums: the hours since the oldest that may be incomplete (a day at most per
     -- pass, so a long gap is caught up in steps), the current one included.

@@ -86,31 +86,39 @@ language sql stable as $$
       and (i_names is null or m.queue_name = any (i_names))
 $$;
 
--- GET /api/v1/resources/overview: `i_query = {scopes?}`.
+-- The overview's `lag` from a regina._lag_summary: ages in seconds at i_now, messages not settled.
+create or replace function regina._lag_json(i_summary jsonb, i_now timestamptz) returns json
+language sql immutable as $$
+    select json_build_object(
+        'time', json_build_object(
+            'avg', regina._round(greatest(0, v.now - (i_summary ->> 'headAvg')::float8)),
+            'median', regina._round(greatest(0, v.now - (i_summary ->> 'headMedian')::float8)),
+            'min', regina._round(greatest(0, v.now - (i_summary ->> 'headMax')::float8)),
+            'max', regina._round(greatest(0, v.now - (i_summary ->> 'headMin')::float8))),
+        'offset', json_build_object(
+            'avg', regina._round((i_summary ->> 'offsetAvg')::float8),
+            'median', regina._round((i_summary ->> 'offsetMedian')::float8),
+            'min', coalesce((i_summary ->> 'offsetMin')::bigint, 0),
+            'max', coalesce((i_summary ->> 'offsetMax')::bigint, 0)))
+    from (select extract(epoch from i_now)::float8 as now) v
+$$;
+
+-- GET /api/v1/resources/overview: `i_query = {scopes?}`. Lag is over every (partition, group)
+-- with unsettled messages when last counted; unscoped, as the last pass summed it up.
 create or replace function regina.overview(i_query jsonb, i_now timestamptz default null)
 returns json
 language plpgsql stable as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_counts record;
-    v_lag json;
+    v_summary jsonb;
 begin
     select * into v_counts from regina._selected_counts(i_query);
-    -- Over every (partition, group) with unsettled messages when last counted.
-    select json_build_object(
-               'time', json_build_object(
-                   'avg', regina._round(avg(x.seconds)), 'median', regina._round(
-                       percentile_cont(0.5) within group (order by x.seconds)),
-                   'min', regina._round(min(x.seconds)), 'max', regina._round(max(x.seconds))),
-               'offset', json_build_object(
-                   'avg', regina._round(avg(x.offset_lag)), 'median', regina._round(
-                       percentile_cont(0.5) within group (order by x.offset_lag)),
-                   'min', coalesce(min(x.offset_lag), 0), 'max', coalesce(max(x.offset_lag), 0)))
-    into v_lag
-    from (select l.offset_lag,
-                 greatest(0, extract(epoch from v_now - coalesce(l.head_at, v_now))) as seconds
-          from regina.partition_lag l
-          where l.queue_id in (select q.id from regina._queues_selected(i_query) q)) x;
+    if regina._query_scopes(i_query) is null then
+        select s.lag_summary into v_summary from regina.stats_state s;
+    else
+        v_summary := regina._lag_summary(array(select q.id from regina._queues_selected(i_query) q));
+    end if;
     return json_build_object(
         'queues', v_counts.queues,
         'partitions', v_counts.partitions,
@@ -119,7 +127,7 @@ begin
         'tasks', (select count(distinct q.task) from regina._queues_selected(i_query) q
                   where q.task <> ''),
         'messages', v_counts.counts,
-        'lag', v_lag,
+        'lag', regina._lag_json(coalesce(v_summary, '{}'), v_now),
         'throughput', regina._throughput_last_minute(regina._metrics_queues(i_query), v_now),
         'timestamp', regina._ts(v_now),
         'statsAge', regina._stats_age(v_now));
@@ -351,7 +359,7 @@ $$;
 -- (§4.16), and `total`: the queue's message count as of the last stats refresh.
 create or replace function regina.status_queue_messages(i_query jsonb, i_now timestamptz default null)
 returns table (total bigint, body json)
-language plpgsql set plan_cache_mode = force_custom_plan as $$
+language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_limit integer := coalesce((i_query ->> 'limit')::integer, 50);

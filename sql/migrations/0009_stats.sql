@@ -163,7 +163,8 @@ create table regina.stats_state (
     refreshed_at    timestamptz,  -- end of the last complete pass (statsAge counts from it)
     duration_ms     bigint,       -- of that pass
     recounted       bigint,       -- partitions it recounted
-    rollup_from     timestamptz   -- the oldest hour whose hourly sums may be incomplete
+    rollup_from     timestamptz,  -- the oldest hour whose hourly sums may be incomplete
+    lag_summary     jsonb         -- the lag distribution over every queue (overview)
 );
 
 insert into regina.stats_state default values;
