@@ -62,11 +62,13 @@ begin
     select coalesce(s.since, '-infinity') into v_since from regina.stats_state s for update;
     -- Writes this pass does not see belong to transactions running now. Each started no earlier
     -- than the oldest of them, and stamps its ready rows with a later instant, so the next pass
-    -- looks at ready rows moved after that start.
+    -- looks at ready rows moved after that start. Only sessions of clients write them (not
+    -- autovacuum, whose long runs would hold `since` back for nothing).
     update regina.stats_state s
     set pending_since = least(v_now, (select min(a.xact_start) from pg_stat_activity a
                                       where a.datid = (select d.oid from pg_database d
                                                        where d.datname = current_database())
+                                        and a.backend_type = 'client backend'
                                         and a.pid <> pg_backend_pid())),
         pass_started_at = clock_timestamp();
 
