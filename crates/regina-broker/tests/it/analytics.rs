@@ -6,7 +6,9 @@
 use serde_json::{json, Value};
 use time::Duration;
 
-use crate::status::{iso, midnight, minute, q, queue_metrics, refresh_stats, worker_metrics};
+use crate::stats_support::{
+    iso, midnight, minute, q, queue_metrics, refresh_stats, worker_metrics,
+};
 use crate::support::{start, Api, Reply};
 
 async fn feed(api: &Api, name: &str, query: &str) -> Reply {

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 
-use crate::status::refresh_stats;
+use crate::stats_support::refresh_stats;
 use crate::support::{assert_iso, db_now, enc, start, Api, Reply};
 
 /// Makes every message of `queue`/`partition` `hours` older, so lag crosses the spec's

@@ -36,6 +36,8 @@ mod seek;
 mod selector;
 mod shutdown;
 mod sql;
+mod stats_refresh;
+mod stats_support;
 mod status;
 mod subscription;
 mod transaction;

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::ack::{ack1, assert_fail, item};
-use crate::status::{minute, queue_metrics, refresh_stats};
+use crate::stats_support::{minute, queue_metrics, refresh_stats};
 use crate::support::{assert_iso, enc, start, Api, Reply};
 
 pub async fn delete(api: &Api, path: &str) -> Reply {
