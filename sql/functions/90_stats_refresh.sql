@@ -91,7 +91,8 @@ begin
     select r.partition_id from regina.ready r where r.eligible_at > v_since
     union
     select s.partition_id from regina.partition_stats s
-    where s.has_work and not exists (select 1 from regina.ready r where r.partition_id = s.partition_id)
+    where s.has_work
+      and not exists (select 1 from regina.ready r where r.partition_id = s.partition_id)
     on conflict do nothing;
 
     delete from regina.partition_stats s
@@ -105,7 +106,8 @@ $$;
 -- Recounts up to i_limit partitions waiting in `stats_dirty` (the counts of spec §4.16 and the
 -- lag of each group with work there); returns how many were taken. `next_seq` and `has_work` are
 -- read in the same statement as the counts, so a push or a move after it shows as a change.
-create or replace function regina.stats_refresh_batch(i_limit integer, i_now timestamptz default null)
+create or replace function regina.stats_refresh_batch(i_limit integer,
+                                                      i_now timestamptz default null)
 returns integer
 language plpgsql as $$
 declare
@@ -176,7 +178,8 @@ $$;
 -- Ends a pass: sums the queues and their groups' lag, samples the minute's queue lag and depth,
 -- brings the hourly sums of the metrics history up to date, and records the pass (statsAge counts
 -- from now on). i_recounted: partitions the pass recounted.
-create or replace function regina.stats_refresh_end(i_recounted bigint, i_now timestamptz default null)
+create or replace function regina.stats_refresh_end(i_recounted bigint,
+                                                    i_now timestamptz default null)
 returns void
 language plpgsql as $$
 declare
@@ -222,7 +225,8 @@ begin
                from regina.partition_lag x group by x.queue_id) l on l.queue_id = qs.queue_id
     on conflict (bucket, queue_name) do update
         set depth = excluded.depth, lag_ms_sum = h.lag_ms_sum + excluded.lag_ms_sum,
-            lag_samples = h.lag_samples + 1, lag_ms_max = greatest(h.lag_ms_max, excluded.lag_ms_max);
+            lag_samples = h.lag_samples + 1,
+            lag_ms_max = greatest(h.lag_ms_max, excluded.lag_ms_max);
 
     -- The overview's lag distribution, once per pass rather than per request (a sort of every
     -- pair with lag); only batches change the lag rows.

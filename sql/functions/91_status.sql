@@ -1,5 +1,6 @@
 -- Dashboard feeds (spec §3.8 overview, §3.12): message counts and lag from the stats tables the
--- leader refreshes (90_stats_refresh.sql), queues and partitions as they are, throughput and instances from the per-minute metrics history
+-- leader refreshes (90_stats_refresh.sql), queues and partitions as they are, throughput and
+-- instances from the per-minute metrics history
 -- (migrations/0007_metrics_history.sql), leases and recent dead letters from cheap indexed
 -- queries. Every feed takes its query as JSON: `from`/`to` (ISO text, already resolved by the
 -- broker), `bucketSeconds`, selectors (`queue`, `namespace`, `task`) and the token's queue
@@ -27,7 +28,8 @@ $$;
 -- queues beyond the label limit, so only an unfiltered, unscoped feed counts those.
 create or replace function regina._metrics_queues(i_query jsonb) returns text[]
 language sql stable as $$
-    select case when coalesce(i_query ->> 'queue', i_query ->> 'namespace', i_query ->> 'task') is null
+    select case when coalesce(i_query ->> 'queue', i_query ->> 'namespace',
+                              i_query ->> 'task') is null
                      and regina._query_scopes(i_query) is null then null
                 else array(select q.name from regina._queues_selected(i_query) q
                            union
@@ -66,7 +68,8 @@ create or replace function regina._selected_counts(i_query jsonb)
 returns table (queues bigint, partitions bigint, counts json)
 language sql stable as $$
     select count(*),
-           coalesce(sum((select count(*) from regina.partitions p where p.queue_id = q.id)), 0)::bigint,
+           coalesce(sum((select count(*) from regina.partitions p
+                         where p.queue_id = q.id)), 0)::bigint,
            regina._counts_json(sum(s.total)::bigint, sum(s.pending)::bigint,
                                sum(s.processing)::bigint, sum(s.completed)::bigint,
                                sum(s.failed)::bigint, sum(s.dead_letter)::bigint)
@@ -117,7 +120,8 @@ begin
     if regina._query_scopes(i_query) is null then
         select s.lag_summary into v_summary from regina.stats_state s;
     else
-        v_summary := regina._lag_summary(array(select q.id from regina._queues_selected(i_query) q));
+        v_summary := regina._lag_summary(
+            array(select q.id from regina._queues_selected(i_query) q));
     end if;
     return json_build_object(
         'queues', v_counts.queues,
@@ -225,25 +229,29 @@ declare
 begin
     select * into v_counts from regina._selected_counts(i_query);
     return json_build_object(
-        'timeRange', json_build_object('from', regina._ts(v_range.o_from), 'to', regina._ts(v_range.o_to)),
+        'timeRange', json_build_object('from', regina._ts(v_range.o_from),
+                                       'to', regina._ts(v_range.o_to)),
         'bucketMinutes', extract(epoch from v_range.o_step)::integer / 60,
-        'pointCount', (select count(*) from regina._buckets(v_range.o_from, v_range.o_to, v_range.o_step)),
-        'throughput', regina._status_throughput(v_names, v_range.o_from, v_range.o_to, v_range.o_step),
+        'pointCount', (select count(*)
+                       from regina._buckets(v_range.o_from, v_range.o_to, v_range.o_step)),
+        'throughput', regina._status_throughput(v_names, v_range.o_from, v_range.o_to,
+                                                v_range.o_step),
         'queues', (select coalesce(json_agg(json_build_object(
                               'name', q.name, 'namespace', q.namespace, 'task', q.task,
                               'partitions', (select count(*) from regina.partitions p
                                              where p.queue_id = q.id),
-                              'messages', json_build_object('total', coalesce(s.total, 0),
-                                                            'pending', coalesce(s.pending, 0),
-                                                            'processing', coalesce(s.processing, 0)))
+                              'messages', json_build_object(
+                                  'total', coalesce(s.total, 0),
+                                  'pending', coalesce(s.pending, 0),
+                                  'processing', coalesce(s.processing, 0)))
                               order by q.name), '[]')
                    from regina._queues_selected(i_query) q
                    left join regina.queue_stats s on s.queue_id = q.id),
         'messages', v_counts.counts,
         'leases', regina._status_leases(i_query, v_now),
         'deadLetterQueue', regina._status_dead_letters(i_query, v_now),
-        'workers', regina._status_workers(v_now, coalesce((i_query ->> 'workerSeenSeconds')::integer, 60)
-                                                 * interval '1 second'),
+        'workers', regina._status_workers(
+            v_now, coalesce((i_query ->> 'workerSeenSeconds')::integer, 60) * interval '1 second'),
         'errors', (select json_build_object(
                        'dbErrors', (select coalesce(sum(w.db_errors), 0)
                                     from regina._worker_metrics_in(v_range.o_from, v_range.o_to,
@@ -357,7 +365,8 @@ $$;
 -- GET /api/v1/status/queues/:queue/messages: `i_query = {queue, limit, offset}`; no row when the
 -- queue does not exist. The page of its stored messages, newest first, with their status
 -- (§4.16), and `total`: the queue's message count as of the last stats refresh.
-create or replace function regina.status_queue_messages(i_query jsonb, i_now timestamptz default null)
+create or replace function regina.status_queue_messages(i_query jsonb,
+                                                        i_now timestamptz default null)
 returns table (total bigint, body json)
 language plpgsql as $$
 declare

@@ -51,8 +51,9 @@ create table regina.queue_stats (
     completed    bigint not null default 0,
     failed       bigint not null default 0,
     dead_letter  bigint not null default 0,   -- the queue's DLQ depth
-    -- Known groups with their subscription starts (`<start epoch>@<group>`): as of the current pass, and
-    -- as the counts above were made. A difference means every partition of the queue is recounted.
+    -- Known groups with their subscription starts (`<start epoch>@<group>`): as of the current
+    -- pass, and as the counts above were made. A difference means every partition of the queue
+    -- is recounted.
     groups         text[] not null default '{}',
     groups_counted text[],
     refreshed_at   timestamptz

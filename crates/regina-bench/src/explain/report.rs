@@ -59,12 +59,17 @@ fn summary(options: &ExplainOptions, preparation: &Preparation, measured: &[Meas
     let _ = writeln!(
         out,
         "# EXPLAIN of the admin, status and analytics statements\n\n\
-         `regina-bench explain --queues {} --partitions {} --messages {} --dead-letters {} --runs {}`: \
-         a fixture built with set-based SQL on the benchmark cluster (`bench/postgresql.conf`), \
-         then each statement once, {} times timed (client wall time, milliseconds), and once \
-         more under `auto_explain` (ANALYZE, BUFFERS, nested statements of at least {PLAN_MIN_MS} ms; \
-         plans in `plans/`). Statements that change data run inside a rolled-back transaction.\n",
-        options.queues, options.partitions, options.messages, options.dead_letters, options.runs,
+         `regina-bench explain --queues {} --partitions {} --messages {} --dead-letters {} \
+         --runs {}`: a fixture built with set-based SQL on the benchmark cluster \
+         (`bench/postgresql.conf`), then each statement once, {} times timed (client wall time, \
+         milliseconds), and once more under `auto_explain` (ANALYZE, BUFFERS, nested statements \
+         of at least {PLAN_MIN_MS} ms; plans in `plans/`). Statements that change data run inside \
+         a rolled-back transaction.\n",
+        options.queues,
+        options.partitions,
+        options.messages,
+        options.dead_letters,
+        options.runs,
         options.runs
     );
     out.push_str("## Fixture\n\n| table | rows |\n|---|---:|\n");

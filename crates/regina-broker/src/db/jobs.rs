@@ -100,6 +100,7 @@ pub(crate) async fn batch(
             let sql = "select regina.metrics_trim($1::int, $2::int), 0";
             client.query(sql, &[&days, &limit]).await
         }
+        // A stats pass has batches of its own (db::stats); it deletes nothing.
         Job::StatsRefresh => return Ok(Batch::default()),
     }
     .map_err(|e| classify(&e))?;
