@@ -20,7 +20,7 @@ REGINA := $(TARGET_DIR)/release/regina
 BENCH := $(TARGET_DIR)/release/regina-bench
 
 .PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-sweep \
-  bench-smoke faults sdk-test dashboard dashboard-test
+  bench-smoke explain faults sdk-test dashboard dashboard-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -81,6 +81,10 @@ bench-sweep: ensure-postgres ## Partition-scaling sweep hi-part-10 … hi-part-1
 bench-smoke: ensure-postgres ## A few seconds of three scenarios on both targets, release build (CI runs a smoke test through cargo test)
 	$(CARGO) build --release -p regina -p regina-bench
 	$(BENCH) run bp-10 cg-5 pop-ack --duration 3 --warmup 1 --prefill 20000 --out $(TARGET_DIR)/bench-smoke
+
+explain: ensure-postgres ## EXPLAIN of every admin, status and analytics statement on a large fixture (minutes; report in bench/results/<date>-explain/)
+	$(CARGO) build --release -p regina-bench
+	$(BENCH) explain $(EXPLAIN_ARGS)
 
 # Seconds of load per fault run: short in `make test`, longer on demand (`make faults FAULT_SECONDS=600`).
 FAULT_SECONDS ?= 15

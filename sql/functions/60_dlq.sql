@@ -11,14 +11,15 @@ declare
     v_total bigint;
     v_rows json;
 begin
+    -- Narrow rows to count and sort; whole entries only for the page.
     with matching as (
-        select d.*, q.name as queue_name, p.name as partition_name, p.uuid as partition_uuid
-        from regina.dead_letters d
+        select d.id, d.failed_at from regina.dead_letters d
         join regina.queues q on q.id = d.queue_id
-        left join regina.partitions p on p.id = d.partition_id
         where (i_query ->> 'queue' is null or q.name = i_query ->> 'queue')
           and (i_query ->> 'consumerGroup' is null or d.consumer_group = i_query ->> 'consumerGroup')
-          and (i_query ->> 'partition' is null or p.name = i_query ->> 'partition')
+          and (i_query ->> 'partition' is null
+               or exists (select 1 from regina.partitions p
+                          where p.id = d.partition_id and p.name = i_query ->> 'partition'))
           and (i_query ->> 'from' is null or d.failed_at >= (i_query ->> 'from')::timestamptz)
           and (i_query ->> 'to' is null or d.failed_at <= (i_query ->> 'to')::timestamptz)
           and regina._queue_in_scopes(q.name, regina._query_scopes(i_query)))
@@ -26,12 +27,15 @@ begin
            (select coalesce(json_agg(case when x.payload_key_id is null then o.entry
                                           else regina._sealed_mark(o.entry, x.payload_key_id) end
                                      order by x.failed_at desc, x.id desc), '[]'::json)
-            from (select * from matching m order by m.failed_at desc, m.id desc
-                  limit v_limit offset v_offset) x
+            from (select m.id from matching m order by m.failed_at desc, m.id desc
+                  limit v_limit offset v_offset) k
+            join regina.dead_letters x on x.id = k.id
+            join regina.queues q on q.id = x.queue_id
+            left join regina.partitions p on p.id = x.partition_id
             cross join lateral (select json_build_object(
                         'id', x.message_id, 'transactionId', x.transaction_id,
-                        'partitionId', x.partition_uuid, 'queue', x.queue_name,
-                        'partition', x.partition_name, 'consumerGroup', x.consumer_group,
+                        'partitionId', p.uuid, 'queue', q.name,
+                        'partition', p.name, 'consumerGroup', x.consumer_group,
                         'errorMessage', x.error_message, 'retryCount', x.retry_count,
                         'data', x.payload, 'traceId', x.trace_id, 'producerSub', x.producer_sub,
                         'createdAt', regina._ts_us(x.created_at),

@@ -1,36 +1,46 @@
 -- Consumer groups, read side (GET /api/v1/consumer-groups…): one row per (group, queue) the group
--- is known to, lagging partitions, and one group's partitions. Lag is computed when asked, from
--- the cursors and the ready set: every (partition, group) with an unsettled message has a ready
--- row (migrations/0002_ready.sql), so lag scans rows with work, never idle partitions.
+-- is known to, lagging partitions, and one group's partitions. The listings read the lag the
+-- stats refresh keeps (90_stats_refresh.sql: every (partition, group) with unsettled messages,
+-- found through the ready set); one group's detail computes it from its cursors when asked.
 
 -- Lag of (partition, group) (spec §4.16): the messages the group has not settled and when its
 -- head was created. With a cursor: from the head (the first existing unsettled message) to the
 -- partition's end, less the settled marks beyond it. Without one (a subscribed group that never
 -- claimed the partition): from the subscription start. Offsets make this O(1): messages deleted
 -- beyond the head (rare; retention deletes the oldest first) still count until a claim passes them.
+-- A head at the partition's end costs no read; otherwise one probe finds the head and its time.
 create or replace function regina._group_lag(i_p regina.partitions, i_c regina.cursors,
                                              i_start_at timestamptz,
                                              out o_offset_lag bigint, out o_head_at timestamptz)
 language plpgsql stable as $$
 declare
+    v_from bigint;
+    v_skip bigint[];
     v_head bigint;
-    v_settled bigint := 0;
 begin
     o_offset_lag := 0;
     if i_c.partition_id is not null then
-        v_head := regina._head_seq(i_p.id, i_c.next_seq, i_c.marks || i_c.lease_marks,
-                                   i_c.consumer_group);
-        v_settled := (select count(*) from unnest(i_c.marks || i_c.lease_marks) x where x > v_head);
+        if i_c.next_seq >= i_p.next_seq then
+            return;
+        end if;
+        v_from := i_c.next_seq;
+        v_skip := i_c.marks || i_c.lease_marks;
     else
         -- No cursor, so no requeued delivery for the group: ordinary messages only.
-        v_head := regina._head_seq(i_p.id, regina._start_seq(i_p.id, i_start_at), '{}', null);
+        v_from := regina._start_seq(i_p.id, i_start_at);
+        v_skip := '{}';
     end if;
+    -- As regina._head_seq finds the head, with its createdAt.
+    select m.seq, m.created_at into v_head, o_head_at from regina.messages m
+    where m.partition_id = i_p.id and m.seq >= v_from and m.seq <> all (v_skip)
+      and (m.for_group is null or m.for_group = i_c.consumer_group)
+    order by m.seq
+    limit 1;
     if v_head is null then
         return;
     end if;
-    o_offset_lag := greatest(0, i_p.next_seq - v_head - v_settled);
-    select m.created_at into o_head_at from regina.messages m
-    where m.partition_id = i_p.id and m.seq = v_head;
+    o_offset_lag := greatest(0, i_p.next_seq - v_head
+                                - (select count(*) from unnest(v_skip) x where x > v_head));
 end
 $$;
 
@@ -41,25 +51,10 @@ language sql immutable as $$
     select coalesce(greatest(0, floor(extract(epoch from i_now - i_then)))::bigint, 0)
 $$;
 
--- The lag of every partition where (queue, group) has work, with the partition, its cursor
--- (null fields when none) and the group's subscription start.
-create or replace function regina._group_work(i_queue_id bigint, i_group text)
-returns table (p regina.partitions, c regina.cursors, offset_lag bigint, head_at timestamptz)
-language sql stable as $$
-    select p, c, l.o_offset_lag, l.o_head_at
-    from regina.ready r
-    join regina.partitions p on p.id = r.partition_id
-    left join regina.cursors c
-           on c.partition_id = r.partition_id and c.consumer_group = r.consumer_group
-    left join regina.subscriptions s
-           on s.queue_id = r.queue_id and s.consumer_group = r.consumer_group
-    cross join lateral regina._group_lag(p, c, s.start_at) l
-    where r.queue_id = i_queue_id and r.consumer_group = i_group
-$$;
-
 -- GET /api/v1/consumer-groups: every (group, queue) pair with a cursor or a subscription, by
 -- group then queue name, paged (`{limit, offset, scopes?}`: only queues the scopes allow);
--- `total` counts them all.
+-- `total` counts them all. Pairs and members are read as they are; lag as of the last stats
+-- refresh.
 create or replace function regina.consumer_groups_list(i_query jsonb,
                                                        i_now timestamptz default null)
 returns table (total bigint, body json)
@@ -68,36 +63,33 @@ declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
 begin
     return query
-    with pairs as (
-        select x.* from (
-            select s.queue_id, s.consumer_group from regina.subscriptions s
-            union
-            select distinct c.queue_id, c.consumer_group from regina.cursors c) x
-        where regina._query_scopes(i_query) is null
-           or exists (select 1 from regina.queues q where q.id = x.queue_id
-                      and regina._queue_in_scopes(q.name, regina._query_scopes(i_query)))),
+    with pairs as (   -- one index probe per group of each queue, however many cursors it has
+        select q.id as queue_id, q.name as queue_name, g.consumer_group
+        from regina.queues q
+        cross join lateral unnest(regina._queue_groups(q.id)) g(consumer_group)
+        where regina._queue_in_scopes(q.name, regina._query_scopes(i_query))),
     page as (
-        select x.queue_id, x.consumer_group, q.name as queue_name
-        from pairs x join regina.queues q on q.id = x.queue_id
-        order by x.consumer_group, q.name
+        select * from pairs x
+        order by x.consumer_group, x.queue_name
         limit (i_query ->> 'limit')::integer offset (i_query ->> 'offset')::integer),
     rows as (
         select g.consumer_group, g.queue_name, s.mode, s.start_at,
-               coalesce(s.created_at, k.first_cursor_at) as created_at,
-               k.members, k.consumed, w.with_lag, w.total_lag, w.max_time_lag
+               coalesce(s.created_at, (select min(c.created_at) from regina.cursors c
+                                       where c.queue_id = g.queue_id
+                                         and c.consumer_group = g.consumer_group)) as created_at,
+               (select count(*) from regina.cursors c
+                where c.queue_id = g.queue_id and c.consumer_group = g.consumer_group) as members,
+               exists (select 1 from regina.cursors c
+                       where c.queue_id = g.queue_id and c.consumer_group = g.consumer_group
+                         and c.total_consumed > 0) as consumed,
+               coalesce(w.partitions_with_lag, 0) as with_lag,
+               coalesce(w.offset_lag, 0) as total_lag,
+               regina._seconds_since(w.oldest_head_at, v_now) as max_time_lag
         from page g
         left join regina.subscriptions s
                on s.queue_id = g.queue_id and s.consumer_group = g.consumer_group
-        cross join lateral (
-            select count(*) as members, coalesce(bool_or(c.total_consumed > 0), false) as consumed,
-                   min(c.created_at) as first_cursor_at
-            from regina.cursors c
-            where c.queue_id = g.queue_id and c.consumer_group = g.consumer_group) k
-        cross join lateral (
-            select count(*) filter (where l.offset_lag > 0) as with_lag,
-                   coalesce(sum(l.offset_lag), 0) as total_lag,
-                   coalesce(max(regina._seconds_since(l.head_at, v_now)), 0) as max_time_lag
-            from regina._group_work(g.queue_id, g.consumer_group) l) w)
+        left join regina.group_stats w
+               on w.queue_id = g.queue_id and w.consumer_group = g.consumer_group)
     select (select count(*) from pairs),
            coalesce(json_agg(json_build_object(
                'name', r.consumer_group, 'topics', json_build_array(r.queue_name),
@@ -115,40 +107,45 @@ end
 $$;
 
 -- GET /api/v1/consumer-groups/lagging: partitions whose head is older than `minLagSeconds`, for
--- every group and queue the `scopes` allow, largest lag first, paged; `total` counts them all.
+-- every group and queue the `scopes` allow, largest lag first (oldest head first), paged;
+-- `total` counts them all. Lag as of the last stats refresh; the page is read along the index on
+-- the heads' createdAt and only its rows are joined to their partitions.
 create or replace function regina.consumer_groups_lagging(i_query jsonb,
                                                           i_now timestamptz default null)
 returns table (total bigint, body json)
 language plpgsql stable as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
+    -- Whole seconds above minLagSeconds: at least minLagSeconds + 1 seconds old.
+    v_before timestamptz := v_now - ((i_query ->> 'minLagSeconds')::bigint + 1) * interval '1 second';
 begin
     return query
     with lagging as (
-        select x.* from (
-            select r.consumer_group, q.name as queue_name, w.p, w.c, w.offset_lag, w.head_at,
-                   regina._seconds_since(w.head_at, v_now) as time_lag
-            from (select distinct y.queue_id, y.consumer_group from regina.ready y) r
-            join regina.queues q on q.id = r.queue_id
-            cross join lateral regina._group_work(r.queue_id, r.consumer_group) w) x
-        where x.time_lag > (i_query ->> 'minLagSeconds')::bigint
-          and regina._queue_in_scopes(x.queue_name, regina._query_scopes(i_query))),
+        select l.* from regina.partition_lag l
+        where l.head_at <= v_before
+          and (regina._query_scopes(i_query) is null
+               or exists (select 1 from regina.queues q where q.id = l.queue_id
+                          and regina._queue_in_scopes(q.name, regina._query_scopes(i_query))))),
     page as (
-        select * from lagging l
-        order by l.time_lag desc, l.consumer_group, l.queue_name, (l.p).name
+        select l.* from lagging l
+        order by l.head_at, l.consumer_group, l.partition_id
         limit (i_query ->> 'limit')::integer offset (i_query ->> 'offset')::integer)
     select (select count(*) from lagging),
            coalesce(json_agg(json_build_object(
-               'consumer_group', g.consumer_group, 'queue_name', g.queue_name,
-               'partition_name', (g.p).name, 'partition_id', (g.p).uuid,
-               'worker_id', case when (g.c).lease_active and (g.c).lease_expires_at > v_now
-                                 then (g.c).lease_id end,
-               'offset_lag', g.offset_lag, 'time_lag_seconds', g.time_lag,
-               'lag_hours', round(g.time_lag / 3600.0, 2),
+               'consumer_group', g.consumer_group, 'queue_name', q.name,
+               'partition_name', p.name, 'partition_id', p.uuid,
+               'worker_id', case when c.lease_active and c.lease_expires_at > v_now
+                                 then c.lease_id end,
+               'offset_lag', g.offset_lag,
+               'time_lag_seconds', regina._seconds_since(g.head_at, v_now),
+               'lag_hours', round(regina._seconds_since(g.head_at, v_now) / 3600.0, 2),
                'oldest_unconsumed_at', regina._ts(g.head_at),
-               'last_consumed_at', regina._ts((g.c).last_consumed_at))
-               order by g.time_lag desc, g.consumer_group, g.queue_name, (g.p).name), '[]'::json)
-    from page g;
+               'last_consumed_at', regina._ts(c.last_consumed_at))
+               order by g.head_at, g.consumer_group, g.partition_id), '[]'::json)
+    from page g
+    join regina.partitions p on p.id = g.partition_id
+    join regina.queues q on q.id = p.queue_id
+    left join regina.cursors c on c.partition_id = g.partition_id and c.consumer_group = g.consumer_group;
 end
 $$;
 

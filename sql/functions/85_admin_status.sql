@@ -22,7 +22,9 @@ language sql stable as $$
            coalesce(c.marks || c.lease_marks, '{}'),
            coalesce(c.lease_active and c.lease_expires_at > i_now, false),
            c.lease_expires_at, c.lease_end_seq, coalesce(c.head_attempts, 0), c.head_error
-    from regina.partitions p
+    -- One primary-key probe per id: `p.id = any (ids)` compared every partition with every id.
+    from unnest(i_partition_ids) x(id)
+    join regina.partitions p on p.id = x.id
     cross join lateral (
         select s.consumer_group, s.start_at from regina.subscriptions s where s.queue_id = p.queue_id
         union all
@@ -32,7 +34,6 @@ language sql stable as $$
                           where s.queue_id = p.queue_id and s.consumer_group = o.consumer_group)
     ) k
     left join regina.cursors c on c.partition_id = p.id and c.consumer_group = k.consumer_group
-    where p.id = any (i_partition_ids)
 $$;
 
 -- The status of message i_m for every known group of its partition and every group holding a
@@ -129,14 +130,16 @@ language sql stable as $$
     requeued as (select r.partition_id, r.seq, r.transaction_id, r.for_group from regina.messages r
                  where r.partition_id = any (i_partition_ids) and r.for_group is not null),
     marked as (   -- ordinary messages above the lowest head settled by every group
-        select distinct g.partition_id, x.seq
-        from g join low on low.partition_id = g.partition_id
-        cross join unnest(g.marks) x(seq)
-        where x.seq >= low.seq
-          and not exists (select 1 from g o where o.partition_id = g.partition_id
-                                              and not (x.seq < o.head or x.seq = any (o.marks)))
-          and exists (select 1 from regina.messages m where m.partition_id = g.partition_id
-                                                        and m.seq = x.seq and m.for_group is null)),
+        select x.partition_id, x.seq
+        from (select distinct g.partition_id, y.seq
+              from g join low on low.partition_id = g.partition_id
+              cross join unnest(g.marks) y(seq)
+              where y.seq >= low.seq) x
+        join g o on o.partition_id = x.partition_id
+        group by x.partition_id, x.seq
+        having bool_and(x.seq < o.head or x.seq = any (o.marks))
+           and exists (select 1 from regina.messages m where m.partition_id = x.partition_id
+                                                         and m.seq = x.seq and m.for_group is null)),
     reopened as ( -- settled messages whose requeued delivery a group has not settled yet
         select distinct r.partition_id, o.seq
         from requeued r
@@ -154,18 +157,29 @@ language sql stable as $$
          and m.seq <> all (g.marks) and (m.for_group is null or m.for_group = g.consumer_group)
         where g.lease_live
         group by g.partition_id),
+    -- Each part is summed per partition once and joined: correlated lookups into these CTEs
+    -- scanned them whole for every partition.
+    requeued_n as (
+        select r.partition_id, count(*) as n, count(*) filter (where r.seq < low.seq) as below
+        from requeued r left join low on low.partition_id = r.partition_id
+        group by r.partition_id),
+    marked_n as (select k.partition_id, count(*) as n from marked k group by k.partition_id),
+    reopened_n as (select o.partition_id, count(*) as n from reopened o group by o.partition_id),
     counted as (
         select p.id,
-               n.all_rows - (select count(*) from requeued r where r.partition_id = p.id) as total,
+               n.all_rows - coalesce(rq.n, 0) as total,
                case when low.seq is null then 0 else
-                   n.below - (select count(*) from requeued r where r.partition_id = p.id and r.seq < low.seq)
-                   + (select count(*) from marked k where k.partition_id = p.id)
-                   - (select count(*) from reopened o where o.partition_id = p.id) end as completed,
-               coalesce((select l.n from leased l where l.partition_id = p.id), 0) as processing,
+                   n.below - coalesce(rq.below, 0) + coalesce(mk.n, 0) - coalesce(ro.n, 0) end
+                   as completed,
+               coalesce(l.n, 0) as processing,
                coalesce(low.failed, 0) as failed,
                (select count(*) from regina.dead_letters d where d.partition_id = p.id) as dead_letter
         from unnest(i_partition_ids) p(id)
         left join low on low.partition_id = p.id
+        left join requeued_n rq on rq.partition_id = p.id
+        left join marked_n mk on mk.partition_id = p.id
+        left join reopened_n ro on ro.partition_id = p.id
+        left join leased l on l.partition_id = p.id
         cross join lateral (select count(*) as all_rows, count(*) filter (where m.seq < low.seq) as below
                             from regina.messages m where m.partition_id = p.id) n)
     select c.id, c.total, greatest(c.total - c.completed - c.processing, 0), c.processing,

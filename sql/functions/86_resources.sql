@@ -1,5 +1,7 @@
 -- Resource listings (spec §3.8): queues, one queue with its partitions, partitions, namespaces and
--- tasks, with the counts of §4.16 computed from the base tables for what the page shows.
+-- tasks. Queues and partitions are read as they are; their message counts (§4.16) are those of
+-- the last stats refresh (90_stats_refresh.sql): counting them here read every message of every
+-- partition a page covered.
 
 -- The six counts as the wire names them.
 create or replace function regina._counts_json(i_total bigint, i_pending bigint,
@@ -29,7 +31,6 @@ create or replace function regina.queues_list(i_query jsonb, i_now timestamptz d
 returns json
 language plpgsql stable as $$
 declare
-    v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_limit integer := coalesce((i_query ->> 'limit')::integer, 1000);
     v_offset integer := coalesce((i_query ->> 'offset')::integer, 0);
     v_total bigint;
@@ -51,13 +52,11 @@ begin
                                                       'processing', c.processing))
                         order by x.name), '[]'::json)
             from (select * from matching m order by m.name limit v_limit offset v_offset) x
+            left join regina.queue_stats k on k.queue_id = x.id
             cross join lateral (
-                select count(*) as partitions, coalesce(sum(k.total), 0) as total,
-                       coalesce(sum(k.pending), 0) as pending,
-                       coalesce(sum(k.processing), 0) as processing
-                from regina._partition_counts(
-                         array(select p.id from regina.partitions p where p.queue_id = x.id),
-                         v_now) k) c)
+                select (select count(*) from regina.partitions p where p.queue_id = x.id) as partitions,
+                       coalesce(k.total, 0) as total, coalesce(k.pending, 0) as pending,
+                       coalesce(k.processing, 0) as processing) c)
     into v_total, v_rows;
     return json_build_object(
         'queues', v_rows,
@@ -66,12 +65,12 @@ end
 $$;
 
 -- GET /api/v1/resources/queues/:queue: `i_query = {queue, limit, offset}` (the partition page).
--- Null when the queue does not exist. `totals` cover every partition of the queue.
+-- Null when the queue does not exist. `totals` cover every partition of the queue; a partition
+-- created since the last stats refresh counts zeros until the next.
 create or replace function regina.queue_detail(i_query jsonb, i_now timestamptz default null)
 returns json
 language plpgsql stable as $$
 declare
-    v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_limit integer := coalesce((i_query ->> 'limit')::integer, 1000);
     v_offset integer := coalesce((i_query ->> 'offset')::integer, 0);
     v_q regina.queues;
@@ -81,17 +80,15 @@ begin
     if not found then
         return null;
     end if;
-    with counts as (
-        select * from regina._partition_counts(
-            array(select p.id from regina.partitions p where p.queue_id = v_q.id), v_now)),
-    page as (
-        select p, c from regina.partitions p join counts c on c.partition_id = p.id
+    with page as (
+        select p, c from regina.partitions p
+        left join regina.partition_stats c on c.partition_id = p.id
         where p.queue_id = v_q.id
         order by p.name limit v_limit offset v_offset)
     select json_build_object(
         'id', v_q.uuid, 'name', v_q.name, 'namespace', v_q.namespace, 'task', v_q.task,
         'createdAt', regina._ts(v_q.created_at), 'options', regina._queue_options(v_q),
-        'partitionCount', (select count(*) from counts),
+        'partitionCount', (select count(*) from regina.partitions p where p.queue_id = v_q.id),
         'partitions', (select coalesce(json_agg(json_build_object(
                 'id', (x.p).uuid, 'name', (x.p).name, 'createdAt', regina._ts((x.p).created_at),
                 'lastActivity', regina._ts(regina._partition_last_activity(x.p)),
@@ -105,10 +102,10 @@ begin
                                   order by m.seq desc limit 1))
                 order by (x.p).name), '[]'::json)
             from page x),
-        'totals', (select regina._counts_json(sum(c.total)::bigint, sum(c.pending)::bigint,
-                                              sum(c.processing)::bigint, sum(c.completed)::bigint,
-                                              sum(c.failed)::bigint, sum(c.dead_letter)::bigint)
-                   from counts c))
+        'totals', (select regina._counts_json(k.total, k.pending, k.processing, k.completed,
+                                              k.failed, k.dead_letter)
+                   from (select 1) one
+                   left join regina.queue_stats k on k.queue_id = v_q.id))
     into v_result;
     return v_result;
 end
@@ -126,30 +123,33 @@ declare
     v_total bigint;
     v_rows json;
 begin
+    -- Narrow rows to sort and count; whole rows only for the page.
     with matching as (
-        select p, q.name as queue_name, q.uuid as queue_uuid from regina.partitions p
+        select p.id, p.name, q.name as queue_name, q.uuid as queue_uuid from regina.partitions p
         join regina.queues q on q.id = p.queue_id
         where (i_query ->> 'queue' is null or q.name = i_query ->> 'queue')
           and (i_query ->> 'search' is null
                or strpos(lower(p.name), lower(i_query ->> 'search')) > 0)
           and regina._queue_in_scopes(q.name, regina._query_scopes(i_query))),
     page as (
-        select * from matching m order by m.queue_name, (m.p).name limit v_limit offset v_offset),
-    counts as (
-        select * from regina._partition_counts(array(select (x.p).id from page x), v_now))
+        select m.queue_name, m.queue_uuid, p
+        from (select * from matching k order by k.queue_name, k.name
+              limit v_limit offset v_offset) m
+        join regina.partitions p on p.id = m.id)
     select (select count(*) from matching),
            (select coalesce(json_agg(json_build_object(
                         'id', (x.p).uuid, 'name', (x.p).name, 'queue', x.queue_name,
                         'queueId', x.queue_uuid, 'createdAt', regina._ts((x.p).created_at),
                         'lastActivity', regina._ts(regina._partition_last_activity(x.p)),
-                        'messages', json_build_object('total', c.total, 'pending', c.pending),
+                        'messages', json_build_object('total', coalesce(c.total, 0),
+                                                      'pending', coalesce(c.pending, 0)),
                         'consumerGroups', (select count(*) from regina.cursors k
                                            where k.partition_id = (x.p).id),
                         'leasedBy', (select count(*) from regina.cursors k
                                      where k.partition_id = (x.p).id and k.lease_active
                                        and k.lease_expires_at > v_now))
                         order by x.queue_name, (x.p).name), '[]'::json)
-            from page x join counts c on c.partition_id = (x.p).id)
+            from page x left join regina.partition_stats c on c.partition_id = (x.p).id)
     into v_total, v_rows;
     return json_build_object(
         'partitions', v_rows,
@@ -165,16 +165,13 @@ create or replace function regina.labels_list(i_label text, i_now timestamptz de
                                               i_scopes text[] default null)
 returns json
 language sql stable as $$
-    with counts as (
-        select * from regina._partition_counts(array(select p.id from regina.partitions p),
-                                               coalesce(i_now, clock_timestamp()))),
-    labelled as (
+    with labelled as (
         select case when i_label = 'task' then q.task else q.namespace end as label,
-               count(distinct q.id) as queues, count(p.id) as partitions,
-               coalesce(sum(c.total), 0) as total, coalesce(sum(c.pending), 0) as pending
+               count(*) as queues,
+               sum((select count(*) from regina.partitions p where p.queue_id = q.id)) as partitions,
+               coalesce(sum(k.total), 0) as total, coalesce(sum(k.pending), 0) as pending
         from regina.queues q
-        left join regina.partitions p on p.queue_id = q.id
-        left join counts c on c.partition_id = p.id
+        left join regina.queue_stats k on k.queue_id = q.id
         where regina._queue_in_scopes(q.name, i_scopes)
         group by 1)
     select json_build_object(

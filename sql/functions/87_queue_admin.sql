@@ -18,8 +18,9 @@ begin
     perform 1 from regina.partitions p where p.queue_id = v_q.id order by p.id for update;
     perform 1 from regina.cursors c where c.queue_id = v_q.id
     order by c.partition_id, c.consumer_group for update;
-    delete from regina.messages m using regina.partitions p
-    where p.queue_id = v_q.id and m.partition_id = p.id;
+    -- Along the primary key, partition by partition: a join let the planner read every message.
+    delete from regina.messages m
+    where m.partition_id = any (array(select p.id from regina.partitions p where p.queue_id = v_q.id));
     perform regina._traces_forget(p.id) from regina.partitions p where p.queue_id = v_q.id;
     delete from regina.dead_letters d where d.queue_id = v_q.id;
     delete from regina.ready r where r.queue_id = v_q.id;
@@ -54,8 +55,9 @@ begin
     order by c.partition_id, c.consumer_group for update;
     wake_groups := array(select distinct c.consumer_group from regina.cursors c
                          where c.queue_id = v_q.id and c.lease_active order by 1);
-    delete from regina.messages m using regina.partitions p
-    where p.queue_id = v_q.id and m.partition_id = p.id;
+    -- Along the primary key, partition by partition: a join let the planner read every message.
+    delete from regina.messages m
+    where m.partition_id = any (array(select p.id from regina.partitions p where p.queue_id = v_q.id));
     get diagnostics v_messages = row_count;
     perform regina._traces_forget(p.id) from regina.partitions p where p.queue_id = v_q.id;
     delete from regina.dead_letters d where d.queue_id = v_q.id;

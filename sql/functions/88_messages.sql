@@ -67,9 +67,11 @@ $$;
 -- status (relative to consumerGroup when given) is derived per message and filtered here, so the
 -- page is read only as far as it needs. `hasMore` instead of a total: counting every message of
 -- the window would read them all.
+-- The cursor's query gets a custom plan (regina._messages_open); the per-message derivation keeps
+-- its cached plans (forcing custom plans here re-planned it for every message, ten times its cost).
 create or replace function regina.messages_list(i_query jsonb, i_now timestamptz default null)
 returns json
-language plpgsql set plan_cache_mode = force_custom_plan as $$
+language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_limit integer := coalesce((i_query ->> 'limit')::integer, 200);

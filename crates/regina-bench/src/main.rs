@@ -4,6 +4,7 @@
 //! directly (`raw`, the ceiling), with resource telemetry, and writes reports under
 //! `bench/results/<date>-<scenario>/`. See `bench/METHODOLOGY.md`.
 
+mod explain;
 mod faults;
 mod scenario;
 mod stats;
@@ -75,6 +76,37 @@ enum Verb {
         /// Where the runs keep their clusters and buffers (deleted afterwards).
         #[arg(long, default_value = ".regina/faults")]
         work_dir: PathBuf,
+    },
+    /// EXPLAIN of every admin, status and analytics statement on a large fixture (millions of
+    /// messages, 100 000 partitions); report in `<out>/<date>-explain/`.
+    Explain {
+        /// Queues; one holds half the partitions.
+        #[arg(long, default_value_t = 10)]
+        queues: u32,
+        /// Partitions over all queues.
+        #[arg(long, default_value_t = 100_000)]
+        partitions: u32,
+        /// Messages over all partitions (about).
+        #[arg(long, default_value_t = 3_000_000)]
+        messages: u64,
+        /// Dead letters.
+        #[arg(long, default_value_t = 50_000)]
+        dead_letters: u32,
+        /// Timed runs of each statement.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// Where result directories go.
+        #[arg(long, default_value = "bench/results")]
+        out: PathBuf,
+        /// PostgreSQL settings for the harness's cluster.
+        #[arg(long, default_value = "bench/postgresql.conf")]
+        pg_conf: PathBuf,
+        /// An existing, empty database instead of the harness's cluster.
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Leave the harness's cluster running afterwards.
+        #[arg(long)]
+        keep_db: bool,
     },
     /// The soak scenario for hours.
     Soak {
@@ -251,6 +283,32 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             return Ok(true);
         }
         Verb::Run { scenarios, common } => (plans(&scenarios, &common)?, common, false),
+        Verb::Explain {
+            queues,
+            partitions,
+            messages,
+            dead_letters,
+            runs,
+            out,
+            pg_conf,
+            database_url,
+            keep_db,
+        } => {
+            let options = explain::ExplainOptions {
+                queues,
+                partitions,
+                messages,
+                dead_letters,
+                runs,
+                out,
+                pg_conf,
+                database_url,
+                keep_db,
+            };
+            let dir = explain::run(&options).await?;
+            eprintln!("regina-bench: explain report in {}", dir.display());
+            return Ok(true);
+        }
         Verb::Fault {
             faults,
             seconds,

@@ -117,6 +117,8 @@ pub mod defaults {
     pub const METRICS_RETENTION_DAYS: u32 = 90;
     /// `METRICS_QUEUE_LABELS_MAX`, distinct queue names.
     pub const METRICS_QUEUE_LABELS_MAX: usize = 1_000;
+    /// `STATS_BATCH_SIZE`, partitions recounted per stats transaction.
+    pub const STATS_BATCH_SIZE: u32 = 1_000;
 }
 
 /// A secret setting: kept out of `Debug` output and logs.
@@ -440,6 +442,11 @@ pub struct Config {
           default_value_t = defaults::METRICS_QUEUE_LABELS_MAX,
           value_parser = parse_positive_usize)]
     pub metrics_queue_labels_max: usize,
+    /// Partitions the stats refresh recounts per transaction; a pass runs as many transactions
+    /// as it has changed partitions to recount. Default 1 000.
+    #[arg(long, env = "STATS_BATCH_SIZE", default_value_t = defaults::STATS_BATCH_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
+    pub stats_batch_size: u32,
     /// AES-256 key of encrypted payloads: 64 hex characters. Default: none (queues cannot
     /// encrypt; encrypted payloads cannot be read).
     #[arg(long, env = "REGINA_ENCRYPTION_KEY", hide_env_values = true, value_parser = parse_secret)]
@@ -518,6 +525,7 @@ impl Default for Config {
             stats_interval_ms: d::STATS_INTERVAL_MS,
             metrics_retention_days: d::METRICS_RETENTION_DAYS,
             metrics_queue_labels_max: d::METRICS_QUEUE_LABELS_MAX,
+            stats_batch_size: d::STATS_BATCH_SIZE,
             regina_encryption_key: None,
             queen_encryption_key: None,
             auth: crate::auth::settings::AuthConfig::default(),
@@ -578,6 +586,16 @@ impl Config {
             eviction_interval: Duration::from_millis(self.eviction_interval_ms.max(1)),
             eviction_batch: i32::try_from(self.eviction_batch_size.max(1)).unwrap_or(i32::MAX),
             cleanup_days: i32::try_from(self.partition_cleanup_days).unwrap_or(i32::MAX),
+            metrics_retention_days: i32::try_from(self.metrics_retention_days).unwrap_or(i32::MAX),
+            worker_id: self.worker_id(),
+        }
+    }
+
+    /// The settings of the leader's stats refresh.
+    pub(crate) fn stats_settings(&self) -> crate::services::StatsSettings {
+        crate::services::StatsSettings {
+            interval: Duration::from_millis(self.stats_interval_ms.max(1)),
+            batch: i32::try_from(self.stats_batch_size.max(1)).unwrap_or(i32::MAX),
             worker_id: self.worker_id(),
         }
     }
@@ -692,6 +710,7 @@ mod tests {
         assert_eq!(config.metrics_retention_days, 90);
         assert_eq!(config.metrics_queue_labels_max, 1_000);
         assert_eq!(config.trace_data_bytes_max, 65_536);
+        assert_eq!(config.stats_batch_size, 1_000);
         assert_eq!(
             config.database_url(),
             "postgres://postgres@localhost:5432/postgres"

@@ -17,7 +17,7 @@ use crate::failover::{Failover, MaintenanceKind};
 use crate::http::webapp::Site;
 use crate::metrics::history::{HistoryWriter, Identity, Sources};
 use crate::metrics::Metrics;
-use crate::services::Services;
+use crate::services::{JobSettings, Services};
 use crate::waiters::Waiters;
 
 /// Everything a request handler needs; cheap to clone.
@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     pub(crate) auth: Option<Authenticator>,
     /// The dashboard served at `/` (`WEBAPP_ROOT`).
     pub(crate) site: Site,
+    /// How to open a session for `POST /api/v1/stats/refresh` (its own statement timeout).
+    pub(crate) stats_session: ConnectSettings,
     services: Mutex<Option<Services>>,
     history: Mutex<Option<HistoryWriter>>,
 }
@@ -78,8 +80,11 @@ impl AppState {
         let failover = Failover::start(&config, &db, &waiters, &metrics, &switches);
         let services = Services::start(
             ConnectSettings::new(&config, "jobs")?,
-            Duration::from_millis(config.lease_sweep_interval_ms),
-            config.policy_settings(),
+            JobSettings {
+                sweep_interval: Duration::from_millis(config.lease_sweep_interval_ms),
+                policy: config.policy_settings(),
+                stats: config.stats_settings(),
+            },
             db.clone(),
             waiters.clone(),
             failover.clone(),
@@ -92,7 +97,10 @@ impl AppState {
             config.http_inflight_max.min(Semaphore::MAX_PERMITS),
         ));
         let history = history_start(&config, &db, &waiters, &metrics, &inflight, started);
+        let stats_session = ConnectSettings::new(&config, "stats")?
+            .with_statement_timeout_ms(crate::services::STATS_STATEMENT_TIMEOUT_MS);
         let shared = Shared {
+            stats_session,
             worker_id: config.worker_id(),
             inflight,
             config,

@@ -1,5 +1,6 @@
-//! Statements of the background jobs' session (retention, eviction, partition cleanup): each call
-//! is one short transaction of its own.
+//! Statements of the background jobs' sessions (retention, eviction, partition cleanup, trimming
+//! of the metrics history, and the locks and records the stats refresh shares with them): each
+//! call is one short transaction of its own.
 
 use time::OffsetDateTime;
 use tokio_postgres::Client;
@@ -27,6 +28,10 @@ pub(crate) enum Job {
     Eviction,
     /// `regina.partition_cleanup`.
     PartitionCleanup,
+    /// `regina.metrics_trim`: the metrics history older than `METRICS_RETENTION_DAYS`.
+    MetricsTrim,
+    /// The stats refresh (`regina.stats_refresh_*`, see `db::stats`).
+    StatsRefresh,
 }
 
 impl Job {
@@ -36,6 +41,8 @@ impl Job {
             Job::Retention => "retention",
             Job::Eviction => "eviction",
             Job::PartitionCleanup => "partition_cleanup",
+            Job::MetricsTrim => "metrics_trim",
+            Job::StatsRefresh => "stats_refresh",
         }
     }
 
@@ -46,6 +53,9 @@ impl Job {
             Job::Retention => 0x7265_6769_6e61_0010,
             Job::Eviction => 0x7265_6769_6e61_0011,
             Job::PartitionCleanup => 0x7265_6769_6e61_0012,
+            Job::MetricsTrim => 0x7265_6769_6e61_0014,
+            // Also taken by POST /api/v1/stats/refresh, and by sql/tests to keep passes away.
+            Job::StatsRefresh => 0x7265_6769_6e61_0013,
         }
     }
 }
@@ -68,13 +78,13 @@ pub(crate) async fn unlock(client: &Client, job: Job) -> Result<(), DbError> {
         .map_err(|e| classify(&e))
 }
 
-/// One batch of `job`: at most `limit` messages (partitions, for cleanup, older than
-/// `cleanup_days`).
+/// One batch of a deletion job: at most `limit` messages (partitions, for cleanup; history rows,
+/// for the trim), `days` being the age the job deletes at (cleanup and trim).
 pub(crate) async fn batch(
     client: &Client,
     job: Job,
     limit: i32,
-    cleanup_days: i32,
+    days: i32,
 ) -> Result<Batch, DbError> {
     let rows = match job {
         Job::Retention => {
@@ -90,20 +100,27 @@ pub(crate) async fn batch(
         Job::PartitionCleanup => {
             let sql = "select queue_name, removed, 0, 0::bigint \
                        from regina.partition_cleanup($1::int, $2::int)";
-            client.query(sql, &[&cleanup_days, &limit]).await
+            client.query(sql, &[&days, &limit]).await
         }
+        Job::MetricsTrim => {
+            let sql = "select null::text, regina.metrics_trim($1::int, $2::int), 0, 0::bigint";
+            client.query(sql, &[&days, &limit]).await
+        }
+        // A stats pass has batches of its own (db::stats); it deletes nothing.
+        Job::StatsRefresh => return Ok(Batch::default()),
     }
     .map_err(|e| classify(&e))?;
     let mut batch = Batch::default();
     let column = |e: tokio_postgres::Error| DbError::Internal(e.to_string());
     for row in rows {
-        let queue: String = row.try_get(0).map_err(column)?;
+        // Null for the metrics trim, which deletes history rows of no one queue.
+        let queue: Option<String> = row.try_get(0).map_err(column)?;
         let removed = row.try_get::<_, i64>(1).map_err(column)?.unsigned_abs();
         let busy: i32 = row.try_get(2).map_err(column)?;
         let completed = row.try_get::<_, i64>(3).map_err(column)?.unsigned_abs();
         batch.removed += removed;
         batch.busy += u64::from(busy.unsigned_abs());
-        if removed > 0 {
+        if let Some(queue) = queue.filter(|_| removed > 0) {
             batch.queues.push((queue, removed, completed));
         }
     }

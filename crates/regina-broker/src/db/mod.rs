@@ -12,6 +12,7 @@ mod listen;
 mod metrics;
 pub(crate) mod migrate;
 mod pool;
+pub(crate) mod stats;
 mod traces;
 
 use tokio_postgres::{Client, Row};

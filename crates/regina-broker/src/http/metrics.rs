@@ -3,6 +3,8 @@
 //! `HTTP_INFLIGHT_MAX`, so a saturated instance stays observable and scraping it never takes the
 //! room of real work.
 
+use std::time::Duration;
+
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -10,6 +12,7 @@ use axum::routing::get;
 use axum::Router;
 
 use super::error::json_response;
+use crate::metrics::cluster;
 use crate::metrics::process::ProcessSample;
 use crate::metrics::GaugeSample;
 use crate::state::{AppState, Shared};
@@ -18,6 +21,8 @@ use crate::state::{AppState, Shared};
 const PATH: &str = "/metrics";
 /// The Prometheus route.
 const PROMETHEUS_PATH: &str = "/metrics/prometheus";
+/// Longest wait for the cluster gauges of a scrape.
+const CLUSTER_GAUGES_TIMEOUT: Duration = Duration::from_secs(1);
 /// Text exposition format 0.0.4.
 const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -57,11 +62,8 @@ async fn metrics(State(state): State<AppState>) -> Response {
 
 async fn prometheus(State(state): State<AppState>) -> Response {
     let shared = state.get();
-    let body = shared.metrics.render(&gauge_sample(shared));
-    // Cluster gauges (`queue_depth`, `consumer_lag_messages`, `consumer_lag_seconds`,
-    // `dlq_depth`) describe the whole database, not this instance: they belong here, read from
-    // the stats tables the leader refreshes (`regina.metrics_cluster_gauges(labels_max)`), once
-    // those exist. This instance reports none of them until then.
+    let mut body = shared.metrics.render(&gauge_sample(shared));
+    body.push_str(&cluster_gauges(shared).await);
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -70,6 +72,24 @@ async fn prometheus(State(state): State<AppState>) -> Response {
     );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
+}
+
+/// The cluster gauges (`crate::metrics::cluster`), or none when the database does not answer
+/// within `CLUSTER_GAUGES_TIMEOUT`: the local metrics are worth most when it does not.
+async fn cluster_gauges(shared: &Shared) -> String {
+    let labels_max = i32::try_from(shared.config.metrics_queue_labels_max).unwrap_or(i32::MAX);
+    let read = tokio::time::timeout(CLUSTER_GAUGES_TIMEOUT, shared.db.cluster_gauges(labels_max));
+    match read.await {
+        Ok(Ok(gauges)) => cluster::render(&gauges),
+        Ok(Err(error)) => {
+            tracing::debug!(%error, "cluster gauges left out");
+            String::new()
+        }
+        Err(_) => {
+            tracing::debug!("cluster gauges left out: the database is slow");
+            String::new()
+        }
+    }
 }
 
 /// The local gauges now.

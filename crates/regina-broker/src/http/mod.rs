@@ -3,6 +3,7 @@
 
 mod access;
 mod ack;
+mod analytics;
 mod body;
 mod buffers;
 pub(crate) mod catalog;
@@ -22,7 +23,9 @@ mod pop;
 mod push;
 mod push_items;
 mod query;
+mod range;
 mod resources;
+mod status;
 mod streams;
 mod timestamp;
 mod traces;
@@ -66,6 +69,8 @@ pub fn app(state: AppState) -> Router {
         .merge(resources::routes())
         .merge(messages::routes())
         .merge(traces::routes())
+        .merge(status::routes())
+        .merge(analytics::routes())
         .merge(streams::routes());
     // A route layer sees the matched template (its catalogue entry); unknown routes skip it and
     // keep their JSON 404/405. Without authentication there is nothing to check.

@@ -1,7 +1,7 @@
-//! Resources (spec §3.8): queue, partition, namespace and task listings, one queue's detail,
-//! queue delete and queue clear. Listings leave out queues outside the caller's scopes; routes
-//! naming such a queue answer `403` (spec §1.6). Counts are computed by the database from the base tables for
-//! what each page shows (sql/functions/86_resources.sql).
+//! Resources (spec §3.8): the overview, queue, partition, namespace and task listings, one
+//! queue's detail, queue delete and queue clear. Listings leave out queues outside the caller's
+//! scopes; routes naming such a queue answer `403` (spec §1.6). Message counts come from the
+//! stats tables (sql/functions/86_resources.sql, 91_status.sql), up to `STATS_INTERVAL_MS` old.
 
 use axum::extract::{RawQuery, State};
 use axum::http::{StatusCode, Uri};
@@ -32,6 +32,7 @@ const CLEAR_QUEUE_SEGMENT: usize = 3;
 
 pub(super) fn routes() -> Router<AppState> {
     Router::new()
+        .route("/api/v1/resources/overview", get(overview))
         .route("/api/v1/resources/queues", get(queues))
         .route(
             "/api/v1/resources/queues/{queue}",
@@ -73,6 +74,15 @@ pub(super) fn query_text<'a>(
 /// `offset`: 0 or more.
 pub(super) fn query_offset(query: &Query) -> Result<i64, ApiError> {
     query.integer("offset", 0, i64::from(i32::MAX), 0)
+}
+
+async fn overview(State(state): State<AppState>, auth: Auth) -> Result<Response, ApiError> {
+    let body = state
+        .get()
+        .db
+        .overview(&auth.scoped("{}".to_owned()))
+        .await?;
+    Ok(json_response(StatusCode::OK, body))
 }
 
 /// The `regina.queues_list` argument.

@@ -8,9 +8,17 @@ use time::{Date, OffsetDateTime, PrimitiveDateTime, UtcOffset};
 
 /// The instant `text` names, as `YYYY-MM-DDTHH:MM:SS.ffffffZ`; `None` when it is not a timestamp.
 pub(crate) fn normalize(text: &str) -> Option<String> {
-    let text = text.trim();
-    let instant = parse(text)?;
-    format(instant.to_offset(UtcOffset::UTC))
+    format(instant(text)?)
+}
+
+/// The instant `text` names, in UTC; `None` when it is not a timestamp.
+pub(crate) fn instant(text: &str) -> Option<OffsetDateTime> {
+    parse(text.trim()).map(|i| i.to_offset(UtcOffset::UTC))
+}
+
+/// An instant as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC).
+pub(crate) fn to_text(instant: OffsetDateTime) -> String {
+    format(instant.to_offset(UtcOffset::UTC)).unwrap_or_default()
 }
 
 fn parse(text: &str) -> Option<OffsetDateTime> {

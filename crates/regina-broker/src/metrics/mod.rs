@@ -11,6 +11,7 @@
 //! - `history`: the periodic write of the counters' deltas;
 //! - `process`, `rate`: `/proc` readers and the per-minute rates of `GET /metrics`.
 
+pub(crate) mod cluster;
 mod events;
 pub(crate) mod history;
 mod http;

@@ -1,13 +1,15 @@
 //! Background services. Per database, one leader (elected with a session advisory lock on a
-//! dedicated connection, spec §4.15) runs the expired-lease sweep and, on a session of their own,
-//! the deletion jobs; per instance, a LISTEN session wakes local waiters for pushes committed by
+//! dedicated connection, spec §4.15) runs the expired-lease sweep and, on sessions of their own,
+//! the deletion jobs and the stats refresh; per instance, a LISTEN session wakes local waiters for pushes committed by
 //! other instances (spec §4.9) and applies the maintenance switches (spec §4.14).
 
 mod leader;
 mod listener;
 mod policies;
+mod stats;
 
 pub(crate) use policies::PolicySettings;
+pub(crate) use stats::{StatsSettings, STATS_STATEMENT_TIMEOUT_MS};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +25,16 @@ use crate::waiters::Waiters;
 /// Pause before reconnecting a background session after a failure.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
+/// What the leader's jobs run with, from `Config`.
+pub(crate) struct JobSettings {
+    /// `LEASE_SWEEP_INTERVAL_MS`.
+    pub(crate) sweep_interval: Duration,
+    /// The deletion jobs.
+    pub(crate) policy: PolicySettings,
+    /// The stats refresh.
+    pub(crate) stats: StatsSettings,
+}
+
 /// The running background services.
 pub(crate) struct Services {
     stop: watch::Sender<bool>,
@@ -32,17 +44,21 @@ pub(crate) struct Services {
 }
 
 impl Services {
-    /// Starts the leader election loop, the deletion jobs (active while leading) and the push
-    /// listener.
+    /// Starts the leader election loop, the deletion jobs and the stats refresh (active while
+    /// leading) and the push listener.
     pub(crate) fn start(
         settings: ConnectSettings,
-        sweep_interval: Duration,
-        policy: PolicySettings,
+        jobs: JobSettings,
         db: Db,
         waiters: Arc<Waiters>,
         failover: Arc<Failover>,
         metrics: Arc<Metrics>,
     ) -> Services {
+        let JobSettings {
+            sweep_interval,
+            policy,
+            stats,
+        } = jobs;
         let (stop, stopped) = watch::channel(false);
         let (leading, leader) = watch::channel(false);
         let (listen_up, listening) = watch::channel(false);
@@ -59,9 +75,10 @@ impl Services {
                 settings.clone(),
                 policy,
                 metrics,
-                leader,
+                leader.clone(),
                 stopped.clone(),
             )),
+            tokio::spawn(stats::run(settings.clone(), stats, leader, stopped.clone())),
             tokio::spawn(listener::run(
                 settings, db, waiters, failover, listen_up, stopped,
             )),

@@ -1,5 +1,5 @@
-//! The deletion jobs of the leader (spec §4.13, §4.15): retention and partition cleanup every
-//! `RETENTION_INTERVAL`, eviction every `EVICTION_INTERVAL`. They run on a session of their own,
+//! The deletion jobs of the leader (spec §4.13, §4.15): retention, partition cleanup and the trim
+//! of the metrics history every `RETENTION_INTERVAL`, eviction every `EVICTION_INTERVAL`. They run on a session of their own,
 //! with its own statement timeout, only while this instance leads. A pass is a loop of short
 //! transactions (one batch each) with a pause between them, and holds a lock of its job for the
 //! pass, so no two passes of one job ever run at once, whichever instance starts them.
@@ -38,6 +38,8 @@ pub(crate) struct PolicySettings {
     pub(crate) eviction_batch: i32,
     /// `PARTITION_CLEANUP_DAYS` (0: no cleanup).
     pub(crate) cleanup_days: i32,
+    /// `METRICS_RETENTION_DAYS`.
+    pub(crate) metrics_retention_days: i32,
     /// This instance's `WORKER_ID`, recorded with each pass.
     pub(crate) worker_id: String,
 }
@@ -91,7 +93,7 @@ async fn run_while_leader(
     }
     loop {
         let due: &[Job] = tokio::select! {
-            _ = retention.tick() => &[Job::Retention, Job::PartitionCleanup],
+            _ = retention.tick() => &[Job::Retention, Job::PartitionCleanup, Job::MetricsTrim],
             _ = eviction.tick() => &[Job::Eviction],
             changed = leader.changed() => {
                 if changed.is_err() || !*leader.borrow_and_update() {
@@ -151,7 +153,7 @@ impl Jobs<'_> {
             match job {
                 Job::Retention => self.metrics.retention_deleted(queue, *removed, *completed),
                 Job::Eviction => self.metrics.evicted(queue, *removed),
-                Job::PartitionCleanup => {}
+                Job::PartitionCleanup | Job::MetricsTrim | Job::StatsRefresh => {}
             }
         }
     }
@@ -168,13 +170,17 @@ impl Jobs<'_> {
         let policy = self.policy;
         let limit = match job {
             Job::Eviction => policy.eviction_batch,
-            Job::Retention | Job::PartitionCleanup => policy.retention_batch,
+            _ => policy.retention_batch,
+        };
+        let days = match job {
+            Job::MetricsTrim => policy.metrics_retention_days,
+            _ => policy.cleanup_days,
         };
         let full = u64::from(limit.unsigned_abs());
         let mut removed = 0;
         let mut busy_retries = 0;
         for _ in 0..PASS_BATCHES_MAX {
-            let batch = jobs::batch(client, job, limit, policy.cleanup_days).await?;
+            let batch = jobs::batch(client, job, limit, days).await?;
             self.count(job, &batch);
             removed += batch.removed;
             let pause = if batch.removed >= full {

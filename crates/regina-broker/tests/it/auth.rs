@@ -110,37 +110,12 @@ const SPEC_ROUTES: &[(&str, &str, Level)] = &[
     ("POST", "/streams/v1/state/get", Rw),
 ];
 
-/// Routes of the spec that other parts of the broker bring; until they are merged this branch
-/// does not serve them, so the tests that call every route skip these. Empty it after merging.
-const ROUTES_FROM_OTHER_BRANCHES: &[(&str, &str)] = &[
-    ("GET", "/api/v1/resources/overview"),
-    ("GET", "/api/v1/status"),
-    ("GET", "/api/v1/status/queues"),
-    ("GET", "/api/v1/status/queues/{queue}"),
-    ("GET", "/api/v1/status/queues/{queue}/messages"),
-    ("GET", "/api/v1/status/analytics"),
-    ("GET", "/api/v1/analytics/system-metrics"),
-    ("GET", "/api/v1/analytics/worker-metrics"),
-    ("GET", "/api/v1/analytics/queue-lag"),
-    ("GET", "/api/v1/analytics/queue-ops"),
-    ("GET", "/api/v1/analytics/queue-parked-replicas"),
-    ("GET", "/api/v1/analytics/retention"),
-    ("GET", "/api/v1/analytics/postgres-stats"),
-    ("POST", "/api/v1/stats/refresh"),
-];
-
 /// A template with parameter names dropped: `/x/{a}` → `/x/{}`.
 fn normalised(path: &str) -> String {
     path.split('/')
         .map(|s| if s.starts_with('{') { "{}" } else { s })
         .collect::<Vec<_>>()
         .join("/")
-}
-
-fn pending(method: &str, path: &str) -> bool {
-    ROUTES_FROM_OTHER_BRANCHES
-        .iter()
-        .any(|(m, p)| *m == method && normalised(p) == normalised(path))
 }
 
 /// A concrete path for a template: each parameter gets a valid sample value.
@@ -212,14 +187,7 @@ async fn every_catalogue_route_is_served() {
         )
         .await;
         let unserved = r.code() == "route_not_found" || r.status == 405;
-        if pending(&verb, &path) {
-            assert!(
-                unserved,
-                "{verb} {path} is served now: remove it from ROUTES_FROM_OTHER_BRANCHES"
-            );
-        } else {
-            assert!(!unserved, "{verb} {path} is not served: {r:?}");
-        }
+        assert!(!unserved, "{verb} {path} is not served: {r:?}");
     }
 }
 
@@ -266,9 +234,6 @@ async fn every_route_answers_each_caller_as_its_access_level_says() {
     let admin = hs256(&claims("a", "admin"));
     let mut checked = 0;
     for (verb, template, level) in SPEC_ROUTES {
-        if pending(verb, template) {
-            continue;
-        }
         let path = concrete(template);
         let body = json!({});
         let ask = |token: Option<String>| {
@@ -331,7 +296,7 @@ async fn every_route_answers_each_caller_as_its_access_level_says() {
         );
         checked += 1;
     }
-    assert!(checked >= SPEC_ROUTES.len() - ROUTES_FROM_OTHER_BRANCHES.len());
+    assert_eq!(checked, SPEC_ROUTES.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,6 +9,7 @@ mod support;
 
 mod ack;
 mod ack_effects;
+mod analytics;
 mod auth;
 mod auth_jwks;
 mod auth_producer_sub;
@@ -43,6 +44,9 @@ mod seek;
 mod selector;
 mod shutdown;
 mod sql;
+mod stats_refresh;
+mod stats_support;
+mod status;
 mod subscription;
 mod trace_deletion;
 mod trace_visibility;

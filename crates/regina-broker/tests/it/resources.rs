@@ -5,6 +5,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::ack::{ack1, assert_fail, item};
+use crate::stats_support::{minute, queue_metrics, refresh_stats};
 use crate::support::{assert_iso, enc, start, Api, Reply};
 
 pub async fn delete(api: &Api, path: &str) -> Reply {
@@ -36,6 +37,8 @@ async fn queue_listing_filters_orders_pages_and_counts() {
     let leased = api.pop("billing.invoices", "batch=1").await;
     assert_eq!(leased.status, 200, "{leased:?}");
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let r = api.get("/api/v1/resources/queues").await;
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(
@@ -119,6 +122,8 @@ async fn queue_detail_reports_options_partitions_and_six_counts() {
     .await;
     assert_eq!(res["dlq"], true, "{res}");
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.status, 200, "{d:?}");
     assert_eq!(d.body["name"], "q");
@@ -175,6 +180,8 @@ async fn a_failed_attempt_counts_its_head_once_per_group() {
         )
         .await;
     }
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let d = detail(&api, "q", "").await;
     assert_eq!(
         d.body["totals"],
@@ -192,6 +199,8 @@ async fn partition_listing_filters_orders_and_counts_groups_and_leases() {
     api.pop_partition("alpha", "p2", "consumerGroup=g&autoAck=true")
         .await;
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let r = api.get("/api/v1/resources/partitions").await;
     assert_eq!(r.status, 200, "{r:?}");
     let rows: Vec<(String, String)> = r.body["partitions"]
@@ -247,6 +256,8 @@ async fn namespaces_and_tasks_group_queues_with_empty_labels_under_empty_strings
     api.push_to("plain", "Default", &[json!(1)]).await;
     api.pop("shop.orders", "batch=2&autoAck=true").await;
 
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let n = api.get("/api/v1/resources/namespaces").await;
     assert_eq!(n.status, 200, "{n:?}");
     assert_eq!(
@@ -353,6 +364,8 @@ async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() 
         .pop("q", "consumerGroup=late&subscriptionMode=new&batch=1")
         .await;
     assert_eq!(late.status, 204, "late subscribes from now: {late:?}");
+    refresh_stats(&api).await;
+    assert_eq!(detail(&api, "q", "").await.body["totals"]["total"], 4);
 
     let r = delete(&api, "/api/v1/queues/q/clear").await;
     assert_eq!(r.status, 200, "{r:?}");
@@ -372,6 +385,8 @@ async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() 
             "lease_expired",
         );
     }
+    // Message counts are those of the last stats refresh (spec §4.16).
+    refresh_stats(&api).await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.body["options"], configured.body["options"]);
     assert_eq!(names(&d.body["partitions"]), ["Default", "p", "r"]);
@@ -421,4 +436,79 @@ async fn queue_clear_removes_dead_letters_and_wakes_nobody_into_old_work() {
     api.pop("q", "wait=true&timeout=200")
         .await
         .assert_empty("timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overview_counts_queues_messages_lag_and_throughput() {
+    let (b, api) = start().await;
+    api.configure("billing.invoices", json!({})).await;
+    api.configure("billing.refunds", json!({})).await;
+    api.push_to("billing.invoices", "a", &[json!(1), json!(2), json!(3)])
+        .await;
+    api.push_to("ops", "b", &[json!(4)]).await;
+    // Queue mode leases m1; g takes all of a for good; then c gets one message for both.
+    assert_eq!(
+        api.pop_partition("billing.invoices", "a", "batch=1")
+            .await
+            .messages()
+            .len(),
+        1
+    );
+    let taken = api
+        .pop("billing.invoices", "consumerGroup=g&batch=10&autoAck=true")
+        .await;
+    assert_eq!(taken.messages().len(), 3);
+    api.push_to("billing.invoices", "c", &[json!(5)]).await;
+    refresh_stats(&api).await;
+    // The throughput is the last complete minute's: when the minute ends before the answer, the
+    // rows are written again for the new one.
+    let mut r = api.get("/api/v1/resources/overview").await;
+    for attempt in 0..3 {
+        let previous = minute(&b, 1).await;
+        let worker = format!("w-{attempt}");
+        let counts = json!({"pushed": 120, "acked": 60});
+        queue_metrics(&b, previous, "billing.invoices", &worker, counts).await;
+        queue_metrics(&b, previous, "ops", &worker, json!({"pushed": 30})).await;
+        r = api.get("/api/v1/resources/overview").await;
+        if minute(&b, 1).await == previous {
+            break;
+        }
+        b.db()
+            .await
+            .execute("delete from regina.queue_metrics", &[])
+            .await
+            .unwrap();
+    }
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        (
+            &r.body["queues"],
+            &r.body["partitions"],
+            &r.body["namespaces"],
+            &r.body["tasks"]
+        ),
+        (&json!(3), &json!(5), &json!(2), &json!(2))
+    );
+    assert_eq!(
+        r.body["messages"],
+        json!({"total": 5, "pending": 4, "processing": 1, "completed": 0, "failed": 0, "deadLetter": 0})
+    );
+    // Pairs with unsettled messages: (a, queue mode) 3 (m1 leased, m2, m3), (c, queue mode) 1,
+    // (c, g) 1.
+    let offset = &r.body["lag"]["offset"];
+    assert_eq!(
+        (&offset["median"], &offset["min"], &offset["max"]),
+        (&json!(1), &json!(1), &json!(3))
+    );
+    assert_eq!(offset["avg"], 1.67);
+    let time = &r.body["lag"]["time"];
+    assert!(time["max"]
+        .as_f64()
+        .is_some_and(|s| s >= time["min"].as_f64().unwrap()));
+    assert_eq!(
+        r.body["throughput"],
+        json!({"ingestedPerSecond": 2.5, "processedPerSecond": 1})
+    );
+    assert_iso(&r.body["timestamp"], 3);
+    assert!(r.body["statsAge"].as_i64().is_some_and(|a| a <= 2));
 }

@@ -4,7 +4,9 @@
 use regina_testkit::TestBroker;
 use serde_json::{json, Value};
 
-use crate::support::{configure, get, interrupt, pop, push, regina, spawn, wait_for_waiters};
+use crate::support::{
+    configure, get, interrupt, pop, push, refresh_stats, regina, spawn, wait_for_waiters,
+};
 
 /// Exit status of a pop that found nothing.
 const EXIT_EMPTY: i32 = 3;
@@ -15,6 +17,7 @@ async fn queues_json_lists_queues_with_counts_and_filters() {
     push(&broker, "billing.invoices", "a", &[json!(1), json!(2)]).await;
     push(&broker, "billing.invoices", "b", &[json!(3)]).await;
     push(&broker, "shipping.labels", "a", &[json!(4)]).await;
+    refresh_stats(&broker).await;
 
     let listed = regina(&broker, &["queues", "--json"]).await.json();
     let names: Vec<&str> = listed["queues"]
@@ -60,6 +63,7 @@ async fn queue_shows_options_and_partitions() {
     let broker = TestBroker::start().await;
     configure(&broker, "orders", json!({"leaseTime": 42})).await;
     push(&broker, "orders", "c7", &[json!(1), json!(2)]).await;
+    refresh_stats(&broker).await;
 
     let detail = regina(&broker, &["queue", "orders", "--json"]).await.json();
     assert_eq!(detail["name"], "orders");

@@ -176,6 +176,20 @@ pub async fn push(broker: &TestBroker, queue: &str, partition: &str, payloads: &
     assert_eq!(status, 201, "push failed: {body}");
 }
 
+/// `POST /api/v1/stats/refresh` until a pass runs (the broker's leader may be running one):
+/// message counts of the listings are those of the last refresh.
+pub async fn refresh_stats(broker: &TestBroker) {
+    for _ in 0..200 {
+        let (status, body) = post(broker, "/api/v1/stats/refresh", &json!({})).await;
+        assert_eq!(status, 200, "stats refresh failed: {body}");
+        if body["refreshed"] == true {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no stats refresh ran");
+}
+
 /// Pops over HTTP with the given query (`batch=10&consumerGroup=g`, …).
 pub async fn pop(broker: &TestBroker, queue: &str, query: &str) -> (u16, Value) {
     get(broker, &format!("/api/v1/pop/queue/{queue}?{query}")).await

@@ -40,6 +40,10 @@ const FAMILIES: &[&str] = &[
     "regina_failover_buffer_bytes",
     "regina_maintenance_mode",
     "regina_build_info",
+    "regina_queue_depth",
+    "regina_dlq_depth",
+    "regina_consumer_lag_messages",
+    "regina_consumer_lag_seconds",
 ];
 
 /// Polls until `check` holds on a fresh scrape, or fails after 10 s with `what`.
@@ -432,4 +436,53 @@ async fn scraping_is_exempt_from_the_inflight_limit() {
     assert_eq!(m.value("regina_http_inflight_requests", &[]), 1.0);
     assert_eq!(m.value("regina_longpoll_waiters", &[]), 1.0);
     parked.await.unwrap().assert_empty("timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_gauges_report_depth_lag_and_dead_letters_of_the_last_stats_refresh() {
+    let (_b, api) = start().await;
+    api.configure("depth", json!({"retryLimit": 0})).await;
+    api.push_to("depth", "p1", &[json!(1), json!(2), json!(3)])
+        .await;
+    api.push_to("depth", "p2", &[json!(4)]).await;
+    // Group g takes the first message of p1 and fails it: dead-lettered, so settled for g, the
+    // only group the queue knows: depth and g's lag are both 3.
+    let popped = api
+        .pop_partition("depth", "p1", "consumerGroup=g&batch=1")
+        .await
+        .messages();
+    api.ack_msg(&popped[0], "failed").await;
+    let r = api.post("/api/v1/stats/refresh", &json!({})).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let m = Metrics::scrape(&api).await;
+    assert_eq!(m.value("regina_queue_depth", &[("queue", "depth")]), 3.0);
+    assert_eq!(m.value("regina_dlq_depth", &[("queue", "depth")]), 1.0);
+    assert_eq!(
+        m.value(
+            "regina_consumer_lag_messages",
+            &[("queue", "depth"), ("group", "g")]
+        ),
+        3.0
+    );
+    assert!(
+        m.value(
+            "regina_consumer_lag_seconds",
+            &[("queue", "depth"), ("group", "g")]
+        ) >= 0.0
+    );
+    // The gauges are those of the last refresh: new work shows after the next one.
+    api.push_to("depth", "p2", &[json!(5)]).await;
+    assert_eq!(
+        Metrics::scrape(&api)
+            .await
+            .value("regina_queue_depth", &[("queue", "depth")]),
+        3.0
+    );
+    api.post("/api/v1/stats/refresh", &json!({})).await;
+    assert_eq!(
+        Metrics::scrape(&api)
+            .await
+            .value("regina_queue_depth", &[("queue", "depth")]),
+        4.0
+    );
 }

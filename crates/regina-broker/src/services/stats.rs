@@ -1,0 +1,97 @@
+//! The leader's stats refresh (spec §4.15): every `STATS_INTERVAL_MS`, while this instance leads,
+//! one pass of `db::stats::refresh` on a session of its own with its own statement timeout. A
+//! pass that finds the stats lock taken (a `POST /api/v1/stats/refresh` running, or another
+//! instance that still believes it leads) is skipped; the next tick tries again.
+
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio_postgres::Client;
+
+use super::{stop_requested, RECONNECT_DELAY};
+use crate::db::stats::{self, Refresh};
+use crate::db::{ConnectSettings, DbError};
+
+/// `statement_timeout` of the stats sessions, milliseconds: one batch must fit.
+pub(crate) const STATS_STATEMENT_TIMEOUT_MS: u64 = 60_000;
+
+/// The refresh's settings, from `Config`.
+#[derive(Clone, Debug)]
+pub(crate) struct StatsSettings {
+    /// `STATS_INTERVAL_MS`.
+    pub(crate) interval: Duration,
+    /// `STATS_BATCH_SIZE`.
+    pub(crate) batch: i32,
+    /// This instance's `WORKER_ID`, recorded with each pass.
+    pub(crate) worker_id: String,
+}
+
+pub(super) async fn run(
+    settings: ConnectSettings,
+    stats: StatsSettings,
+    mut leader: watch::Receiver<bool>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let settings = settings.with_statement_timeout_ms(STATS_STATEMENT_TIMEOUT_MS);
+    loop {
+        while !*leader.borrow_and_update() {
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() { return },
+                _ = stopped.changed() => return,
+            }
+        }
+        match settings.connect().await {
+            Ok(client) => {
+                if refresh_while_leader(&client, &stats, &mut leader, &mut stopped).await {
+                    return;
+                }
+            }
+            Err(error) => tracing::debug!(%error, "stats session cannot connect"),
+        }
+        if stop_requested(&mut stopped, RECONNECT_DELAY).await {
+            return;
+        }
+    }
+}
+
+/// Refreshes at every tick (the first at once). Returns true when asked to stop, false when
+/// leadership or the session was lost.
+async fn refresh_while_leader(
+    client: &Client,
+    stats: &StatsSettings,
+    leader: &mut watch::Receiver<bool>,
+    stopped: &mut watch::Receiver<bool>,
+) -> bool {
+    let mut ticker = tokio::time::interval(stats.interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            changed = leader.changed() => {
+                if changed.is_err() || !*leader.borrow_and_update() {
+                    return false;
+                }
+                continue;
+            }
+            _ = stopped.changed() => return true,
+        }
+        let keep_going = || *leader.borrow() && !*stopped.borrow();
+        match stats::refresh(client, stats.batch, &stats.worker_id, keep_going).await {
+            Ok(Refresh::Done {
+                duration,
+                recounted,
+            }) => tracing::debug!(
+                recounted,
+                duration_ms = duration.as_millis() as u64,
+                "stats refreshed"
+            ),
+            Ok(Refresh::Busy) => tracing::debug!("a stats refresh runs elsewhere"),
+            Err(error) => {
+                tracing::warn!(%error, "stats refresh failed");
+                if matches!(error, DbError::Unavailable(_)) || client.is_closed() {
+                    return false;
+                }
+            }
+        }
+    }
+}

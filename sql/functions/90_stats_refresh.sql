@@ -1,0 +1,262 @@
+-- The stats refresh (spec §4.15, ADR 0012): keeps the tables of migrations/0009_stats.sql in line
+-- with the base tables. A pass is `stats_refresh_begin` (find the partitions that may have
+-- changed), `stats_refresh_batch` until it returns less than its limit (recount them, a bounded
+-- number per transaction), then `stats_refresh_end` (queue and group sums, the lag history, the
+-- pass's bookkeeping). Each call is a short transaction of its own; the caller holds the stats
+-- lock for the pass, so passes never overlap. Nothing here locks a row that pushes, pops or acks
+-- use, and none of them writes these tables.
+--
+-- A partition may have changed since the previous pass when:
+-- - its `next_seq` differs from the one it was counted at (a push, a requeue, a replay);
+-- - one of its ready rows was moved after that pass began: every change of a cursor through
+--   regina._cursor_save moves the ready row to the change's instant or later (a lease's expiry,
+--   a retry instant), or deletes it;
+-- - it had ready rows when counted and has none now;
+-- - the set of known groups of its queue, or a subscription start, changed;
+-- - messages, dead letters or cursors of it were deleted (statement triggers below record those
+--   partitions in `stats_dirty` as they go).
+
+-- Records the partitions of deleted rows for the next pass (statement trigger; `gone` is the
+-- transition table of the deleted rows, which all have a `partition_id`).
+create or replace function regina._stats_mark_deleted() returns trigger
+language plpgsql as $$
+begin
+    insert into regina.stats_dirty (partition_id)
+    select distinct g.partition_id from gone g
+    on conflict do nothing;
+    return null;
+end
+$$;
+
+create or replace trigger messages_stats_dirty
+    after delete on regina.messages referencing old table as gone
+    for each statement execute function regina._stats_mark_deleted();
+create or replace trigger dead_letters_stats_dirty
+    after delete on regina.dead_letters referencing old table as gone
+    for each statement execute function regina._stats_mark_deleted();
+create or replace trigger cursors_stats_dirty
+    after delete on regina.cursors referencing old table as gone
+    for each statement execute function regina._stats_mark_deleted();
+
+-- What the counts of a queue's partitions depend on besides the partitions themselves: its known
+-- groups (subscriptions and cursor holders) with their subscription starts, in a stable order:
+-- `<start epoch>@<group>` (the start has no `@`; a group name may).
+create or replace function regina._stats_groups(i_queue_id bigint) returns text[]
+language sql stable as $$
+    select coalesce(array_agg(coalesce(extract(epoch from s.start_at)::text, '') || '@' || g.name
+                              order by g.name), '{}')
+    from unnest(regina._queue_groups(i_queue_id)) g(name)
+    left join regina.subscriptions s on s.queue_id = i_queue_id and s.consumer_group = g.name
+$$;
+
+-- Starts a pass: marks the partitions to recount in `stats_dirty`, drops the stats of
+-- partitions and queues that no longer exist, and returns how many partitions wait.
+create or replace function regina.stats_refresh_begin(i_now timestamptz default null)
+returns bigint
+language plpgsql as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_since timestamptz;
+    v_regrouped bigint[];
+begin
+    select coalesce(s.since, '-infinity') into v_since from regina.stats_state s for update;
+    -- Writes this pass does not see belong to transactions running now. Each started no earlier
+    -- than the oldest of them, and stamps its ready rows with a later instant, so the next pass
+    -- looks at ready rows moved after that start. Only sessions of clients write them (not
+    -- autovacuum, whose long runs would hold `since` back for nothing).
+    update regina.stats_state s
+    set pending_since = least(v_now, (select min(a.xact_start) from pg_stat_activity a
+                                      where a.datid = (select d.oid from pg_database d
+                                                       where d.datname = current_database())
+                                        and a.backend_type = 'client backend'
+                                        and a.pid <> pg_backend_pid())),
+        pass_started_at = clock_timestamp();
+
+    insert into regina.queue_stats (queue_id, groups)
+    select q.id, regina._stats_groups(q.id) from regina.queues q
+    on conflict (queue_id) do update set groups = excluded.groups
+        where queue_stats.groups is distinct from excluded.groups;
+    -- The upsert's row count is not the list; compare again to know which queues changed.
+    v_regrouped := array(select s.queue_id from regina.queue_stats s
+                         where s.refreshed_at is null
+                            or s.groups_counted is distinct from s.groups);
+    delete from regina.queue_stats s
+    where not exists (select 1 from regina.queues q where q.id = s.queue_id);
+
+    insert into regina.stats_dirty (partition_id)
+    select p.id from regina.partitions p
+    left join regina.partition_stats s on s.partition_id = p.id
+    where s.partition_id is null or s.next_seq <> p.next_seq or p.queue_id = any (v_regrouped)
+    union
+    select r.partition_id from regina.ready r where r.eligible_at > v_since
+    union
+    select s.partition_id from regina.partition_stats s
+    where s.has_work
+      and not exists (select 1 from regina.ready r where r.partition_id = s.partition_id)
+    on conflict do nothing;
+
+    delete from regina.partition_stats s
+    where not exists (select 1 from regina.partitions p where p.id = s.partition_id);
+    delete from regina.partition_lag l
+    where not exists (select 1 from regina.partitions p where p.id = l.partition_id);
+    return (select count(*) from regina.stats_dirty);
+end
+$$;
+
+-- Recounts up to i_limit partitions waiting in `stats_dirty` (the counts of spec §4.16 and the
+-- lag of each group with work there); returns how many were taken. `next_seq` and `has_work` are
+-- read in the same statement as the counts, so a push or a move after it shows as a change.
+create or replace function regina.stats_refresh_batch(i_limit integer,
+                                                      i_now timestamptz default null)
+returns integer
+language plpgsql as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_ids bigint[];
+begin
+    with taken as (
+        delete from regina.stats_dirty d
+        where d.partition_id in (select x.partition_id from regina.stats_dirty x
+                                 order by x.partition_id limit i_limit
+                                 for update skip locked)
+        returning d.partition_id)
+    select array_agg(t.partition_id) into v_ids from taken t;
+    if v_ids is null then
+        return 0;
+    end if;
+    delete from regina.partition_stats s
+    where s.partition_id = any (v_ids)
+      and not exists (select 1 from regina.partitions p where p.id = s.partition_id);
+    delete from regina.partition_lag l where l.partition_id = any (v_ids);
+
+    insert into regina.partition_stats as s (partition_id, queue_id, next_seq, has_work, total,
+                                             pending, processing, completed, failed, dead_letter,
+                                             counted_at)
+    select p.id, p.queue_id, p.next_seq,
+           exists (select 1 from regina.ready r where r.partition_id = p.id),
+           c.total, c.pending, c.processing, c.completed, c.failed, c.dead_letter, v_now
+    from regina._partition_counts(v_ids, v_now) c
+    join regina.partitions p on p.id = c.partition_id
+    on conflict (partition_id) do update
+        set queue_id = excluded.queue_id, next_seq = excluded.next_seq,
+            has_work = excluded.has_work, total = excluded.total, pending = excluded.pending,
+            processing = excluded.processing, completed = excluded.completed,
+            failed = excluded.failed, dead_letter = excluded.dead_letter,
+            counted_at = excluded.counted_at;
+
+    insert into regina.partition_lag (partition_id, consumer_group, queue_id, offset_lag, head_at)
+    select r.partition_id, r.consumer_group, r.queue_id, l.o_offset_lag, l.o_head_at
+    from regina.ready r
+    join regina.partitions p on p.id = r.partition_id
+    left join regina.cursors c
+           on c.partition_id = r.partition_id and c.consumer_group = r.consumer_group
+    left join regina.subscriptions s
+           on s.queue_id = r.queue_id and s.consumer_group = r.consumer_group
+    cross join lateral regina._group_lag(p, c, s.start_at) l
+    where r.partition_id = any (v_ids) and l.o_offset_lag > 0;
+    return cardinality(v_ids);
+end
+$$;
+
+-- The distribution of lag over the (partition, group) pairs with unsettled messages of the queues
+-- i_queue_ids (null: every queue), as the overview shows it: heads as instants (epoch seconds),
+-- so that ages follow the clock between passes, and messages not settled.
+create or replace function regina._lag_summary(i_queue_ids bigint[]) returns jsonb
+language sql stable as $$
+    select jsonb_build_object(
+        'headAvg', avg(extract(epoch from l.head_at)),
+        'headMedian', percentile_cont(0.5) within group (order by extract(epoch from l.head_at)),
+        'headMin', min(extract(epoch from l.head_at)),
+        'headMax', max(extract(epoch from l.head_at)),
+        'offsetAvg', avg(l.offset_lag),
+        'offsetMedian', percentile_cont(0.5) within group (order by l.offset_lag),
+        'offsetMin', min(l.offset_lag), 'offsetMax', max(l.offset_lag))
+    from regina.partition_lag l
+    where i_queue_ids is null or l.queue_id = any (i_queue_ids)
+$$;
+
+-- Ends a pass: sums the queues and their groups' lag, samples the minute's queue lag and depth,
+-- brings the hourly sums of the metrics history up to date, and records the pass (statsAge counts
+-- from now on). i_recounted: partitions the pass recounted.
+create or replace function regina.stats_refresh_end(i_recounted bigint,
+                                                    i_now timestamptz default null)
+returns void
+language plpgsql as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_rollup_from timestamptz;
+    v_rollup_to timestamptz;
+begin
+    update regina.queue_stats qs
+    set total = x.total, pending = x.pending,
+        processing = x.processing, completed = x.completed, failed = x.failed,
+        dead_letter = x.dead_letter, groups_counted = qs.groups, refreshed_at = v_now
+    from (select q.id, coalesce(sum(s.total), 0) as total,
+                 coalesce(sum(s.pending), 0) as pending,
+                 coalesce(sum(s.processing), 0) as processing,
+                 coalesce(sum(s.completed), 0) as completed, coalesce(sum(s.failed), 0) as failed,
+                 coalesce(sum(s.dead_letter), 0) as dead_letter
+          from regina.queues q
+          left join regina.partition_stats s on s.queue_id = q.id
+          group by q.id) x
+    where qs.queue_id = x.id;
+
+    delete from regina.group_stats;
+    insert into regina.group_stats (queue_id, consumer_group, partitions_with_lag, offset_lag,
+                                    oldest_head_at, refreshed_at)
+    select qs.queue_id, g.name, coalesce(l.partitions, 0), coalesce(l.offset_lag, 0),
+           l.oldest_head_at, v_now
+    from regina.queue_stats qs
+    cross join lateral (select substr(e, strpos(e, '@') + 1) as name from unnest(qs.groups) e) g
+    left join (select x.queue_id, x.consumer_group, count(*) as partitions,
+                      sum(x.offset_lag) as offset_lag, min(x.head_at) as oldest_head_at
+               from regina.partition_lag x group by x.queue_id, x.consumer_group) l
+           on l.queue_id = qs.queue_id and l.consumer_group = g.name;
+
+    insert into regina.queue_lag_history as h (bucket, queue_name, depth, lag_ms_sum, lag_samples,
+                                               lag_ms_max)
+    select date_trunc('minute', v_now), q.name, qs.total - qs.completed,
+           coalesce(l.avg_ms, 0), 1, coalesce(l.max_ms, 0)
+    from regina.queue_stats qs
+    join regina.queues q on q.id = qs.queue_id
+    left join (select x.queue_id,
+                      avg(greatest(0, extract(epoch from v_now - x.head_at) * 1000)) as avg_ms,
+                      max(greatest(0, extract(epoch from v_now - x.head_at) * 1000)) as max_ms
+               from regina.partition_lag x group by x.queue_id) l on l.queue_id = qs.queue_id
+    on conflict (bucket, queue_name) do update
+        set depth = excluded.depth, lag_ms_sum = h.lag_ms_sum + excluded.lag_ms_sum,
+            lag_samples = h.lag_samples + 1,
+            lag_ms_max = greatest(h.lag_ms_max, excluded.lag_ms_max);
+
+    -- The overview's lag distribution, once per pass rather than per request (a sort of every
+    -- pair with lag); only batches change the lag rows.
+    if i_recounted > 0 or (select s.lag_summary is null from regina.stats_state s) then
+        update regina.stats_state s set lag_summary = regina._lag_summary(null);
+    end if;
+
+    -- The hourly sums: the hours since the oldest that may be incomplete (a day at most per
+    -- pass, so a long gap is caught up in steps), the current one included.
+    select coalesce(s.rollup_from, least(
+               (select min(m.bucket) from regina.queue_metrics m),
+               (select min(w.bucket) from regina.worker_metrics w),
+               (select min(h.bucket) from regina.queue_lag_history h)), v_now)
+    into v_rollup_from from regina.stats_state s;
+    v_rollup_from := date_bin('1 hour', v_rollup_from, 'epoch');
+    v_rollup_to := least(v_rollup_from + interval '1 day', date_bin('1 hour', v_now, 'epoch'))
+                   + interval '1 hour';
+    perform regina.metrics_rollup(v_rollup_from, v_rollup_to);
+
+    update regina.stats_state s
+    set since = s.pending_since, refreshed_at = v_now, recounted = i_recounted,
+        duration_ms = (extract(epoch from clock_timestamp() - s.pass_started_at) * 1000)::bigint,
+        -- Minutes of the last hour may still be written after it ended.
+        rollup_from = least(v_rollup_to, date_bin('1 hour', v_now, 'epoch')) - interval '1 hour';
+end
+$$;
+
+-- Seconds since the last complete pass; null before the first.
+create or replace function regina._stats_age(i_now timestamptz) returns bigint
+language sql stable as $$
+    select regina._seconds_since(s.refreshed_at, i_now)
+    from regina.stats_state s where s.refreshed_at is not null
+$$;
