@@ -417,3 +417,49 @@ async fn traces_of_forbidden_queues_are_refused_and_left_out() {
     let r = admin.get("/api/v1/traces/names").await;
     assert_eq!(r.body["trace_names"][0]["trace_count"], 2, "{r:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dashboard_feeds_leave_out_forbidden_queues() {
+    let (_b, admin, scoped) = scoped_setup().await;
+    admin
+        .push(json!([{"queue": "team-a.orders", "payload": 1},
+                     {"queue": "team-b.orders", "payload": 2},
+                     {"queue": "team-b.orders", "payload": 3}]))
+        .await;
+    assert_eq!(
+        admin.post("/api/v1/stats/refresh", json!({})).await.status,
+        200
+    );
+    let allowed = vec!["shared".to_owned(), "team-a.orders".to_owned()];
+    let r = scoped.get("/api/v1/status/queues").await;
+    assert_eq!(names(&r.body["queues"], "name"), allowed, "{r:?}");
+    let r = scoped.get("/api/v1/status").await;
+    assert_eq!(names(&r.body["queues"], "name"), allowed, "{r:?}");
+    assert_eq!(r.body["messages"]["total"], 1, "{r:?}");
+    assert_eq!(
+        admin.get("/api/v1/status").await.body["messages"]["total"],
+        3
+    );
+    assert_eq!(
+        scoped.get("/api/v1/resources/overview").await.body["queues"],
+        2
+    );
+    scoped
+        .get("/api/v1/status/queues/team-b.orders")
+        .await
+        .assert_error(403, "forbidden");
+    scoped
+        .get("/api/v1/status/queues/team-b.orders/messages")
+        .await
+        .assert_error(403, "forbidden");
+    let r = scoped
+        .get("/api/v1/status/queues/team-a.orders/messages")
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = scoped
+        .get("/api/v1/analytics/queue-lag?queue=team-b.orders")
+        .await;
+    assert_eq!(r.body["series"], json!([]), "{r:?}");
+    let r = admin.get("/api/v1/analytics/queue-lag?queue=team-b.orders").await;
+    assert!(!r.body["series"].as_array().unwrap().is_empty(), "{r:?}");
+}
