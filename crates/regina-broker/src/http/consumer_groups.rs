@@ -325,11 +325,7 @@ async fn seek(
     let outcome: SeekOutcome = serde_json::from_str(&text)
         .map_err(|e| ApiError::internal(format!("unreadable seek outcome {text}: {e}")))?;
     match outcome.missing.as_deref() {
-        Some("queue") => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "queue_not_found",
-            "Queue not found",
-        )),
+        Some("queue") => Err(ApiError::queue_not_found()),
         Some(_) => Err(ApiError::new(
             StatusCode::NOT_FOUND,
             "partition_not_found",

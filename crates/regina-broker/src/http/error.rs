@@ -77,6 +77,11 @@ impl ApiError {
         self
     }
 
+    /// `404 queue_not_found` (spec §2.3).
+    pub(crate) fn queue_not_found() -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", "Queue not found")
+    }
+
     /// `400 invalid_json`.
     pub(crate) fn invalid_json(detail: impl std::fmt::Display) -> Self {
         Self::new(

@@ -125,10 +125,6 @@ struct SqlQueueQuery<'a> {
     offset: i64,
 }
 
-fn queue_not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", "Queue not found")
-}
-
 async fn queue(
     State(state): State<AppState>,
     auth: Auth,
@@ -151,7 +147,7 @@ async fn queue(
     });
     match shared.db.queue_detail(&request).await? {
         Some(body) => Ok(json_response(StatusCode::OK, body)),
-        None => Err(queue_not_found()),
+        None => Err(ApiError::queue_not_found()),
     }
 }
 
@@ -193,7 +189,7 @@ async fn queue_clear(
         .await
         .map_err(|e| ApiError::from(e).unsuccessful())?;
     let Some((body, groups)) = cleared else {
-        return Err(queue_not_found().unsuccessful());
+        return Err(ApiError::queue_not_found().unsuccessful());
     };
     // The groups' leases ended: their waiters re-check (spec §4.9).
     for group in &groups {

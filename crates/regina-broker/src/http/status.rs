@@ -138,10 +138,6 @@ async fn queues(
     Ok(json_response(StatusCode::OK, body))
 }
 
-fn queue_not_found() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", "Queue not found")
-}
-
 /// The queue of the path and a page of `limit` (default, maximum) and `offset`.
 ///
 /// # Errors
@@ -181,7 +177,7 @@ async fn queue(
     )?;
     match shared.db.status_queue(&request).await? {
         Some(body) => Ok(json_response(StatusCode::OK, body)),
-        None => Err(queue_not_found()),
+        None => Err(ApiError::queue_not_found()),
     }
 }
 
@@ -201,7 +197,7 @@ async fn messages(
         MESSAGES_LIMIT_MAX,
     )?;
     let Some((total, body)) = shared.db.status_queue_messages(&request).await? else {
-        return Err(queue_not_found());
+        return Err(ApiError::queue_not_found());
     };
     let mut response = json_response(StatusCode::OK, body);
     response

@@ -14,8 +14,10 @@ pub(crate) use stats::{StatsSettings, STATS_STATEMENT_TIMEOUT_MS};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio_postgres::Client;
 
 use crate::db::{ConnectSettings, Db};
 use crate::failover::Failover;
@@ -109,6 +111,57 @@ impl Services {
             }
         }
     }
+}
+
+/// Work the leader does on a session of its own (the deletion jobs, the stats refresh).
+trait LeaderTask: Send + Sync {
+    /// The session's name in logs.
+    const SESSION: &'static str;
+
+    /// Works on `client` until asked to stop (true) or until leadership or the session is lost
+    /// (false).
+    fn run<'a>(
+        &'a self,
+        client: &'a Client,
+        leader: &'a mut watch::Receiver<bool>,
+        stopped: &'a mut watch::Receiver<bool>,
+    ) -> BoxFuture<'a, bool>;
+}
+
+/// Runs `task` on a session of its own whenever this instance leads: waits for leadership,
+/// connects with `settings` and runs the task; when leadership or the session is lost, waits for
+/// leadership again and reconnects (`RECONNECT_DELAY` after a failure). Returns when asked to stop.
+async fn while_leading(
+    settings: ConnectSettings,
+    task: impl LeaderTask,
+    mut leader: watch::Receiver<bool>,
+    mut stopped: watch::Receiver<bool>,
+) {
+    loop {
+        while !*leader.borrow_and_update() {
+            tokio::select! {
+                changed = leader.changed() => if changed.is_err() { return },
+                _ = stopped.changed() => return,
+            }
+        }
+        match settings.connect().await {
+            Ok(client) => {
+                if task.run(&client, &mut leader, &mut stopped).await {
+                    return;
+                }
+            }
+            Err(error) => {
+                tracing::debug!(%error, session = session_name(&task), "session cannot connect");
+            }
+        }
+        if stop_requested(&mut stopped, RECONNECT_DELAY).await {
+            return;
+        }
+    }
+}
+
+fn session_name<T: LeaderTask>(_: &T) -> &'static str {
+    T::SESSION
 }
 
 /// Sleeps `delay`; true when asked to stop meanwhile.

@@ -4,13 +4,14 @@
 //! transactions (one batch each) with a pause between them, and holds a lock of its job for the
 //! pass, so no two passes of one job ever run at once, whichever instance starts them.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio_postgres::Client;
 
-use super::{stop_requested, RECONNECT_DELAY};
 use crate::db::jobs::{self, Job};
 use crate::db::{ConnectSettings, DbError};
 use crate::metrics::Metrics;
@@ -47,33 +48,25 @@ pub(crate) struct PolicySettings {
 pub(super) async fn run(
     settings: ConnectSettings,
     policy: PolicySettings,
-    metrics: std::sync::Arc<Metrics>,
-    mut leader: watch::Receiver<bool>,
-    mut stopped: watch::Receiver<bool>,
+    metrics: Arc<Metrics>,
+    leader: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
 ) {
-    let jobs = Jobs {
-        policy: &policy,
-        metrics: &metrics,
-    };
+    let jobs = Jobs { policy, metrics };
     let settings = settings.with_statement_timeout_ms(JOB_STATEMENT_TIMEOUT_MS);
-    loop {
-        while !*leader.borrow_and_update() {
-            tokio::select! {
-                changed = leader.changed() => if changed.is_err() { return },
-                _ = stopped.changed() => return,
-            }
-        }
-        match settings.connect().await {
-            Ok(client) => {
-                if run_while_leader(&client, &jobs, &mut leader, &mut stopped).await {
-                    return;
-                }
-            }
-            Err(error) => tracing::debug!(%error, "jobs session cannot connect"),
-        }
-        if stop_requested(&mut stopped, RECONNECT_DELAY).await {
-            return;
-        }
+    super::while_leading(settings, jobs, leader, stopped).await;
+}
+
+impl super::LeaderTask for Jobs {
+    const SESSION: &'static str = "jobs";
+
+    fn run<'a>(
+        &'a self,
+        client: &'a Client,
+        leader: &'a mut watch::Receiver<bool>,
+        stopped: &'a mut watch::Receiver<bool>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(run_while_leader(client, self, leader, stopped))
     }
 }
 
@@ -81,11 +74,11 @@ pub(super) async fn run(
 /// session was lost.
 async fn run_while_leader(
     client: &Client,
-    jobs: &Jobs<'_>,
+    jobs: &Jobs,
     leader: &mut watch::Receiver<bool>,
     stopped: &mut watch::Receiver<bool>,
 ) -> bool {
-    let policy = jobs.policy;
+    let policy = &jobs.policy;
     let mut retention = tokio::time::interval(policy.retention_interval);
     let mut eviction = tokio::time::interval(policy.eviction_interval);
     for ticker in [&mut retention, &mut eviction] {
@@ -118,12 +111,12 @@ async fn run_while_leader(
 }
 
 /// The jobs' settings and the metrics they count into.
-struct Jobs<'a> {
-    policy: &'a PolicySettings,
-    metrics: &'a Metrics,
+struct Jobs {
+    policy: PolicySettings,
+    metrics: Arc<Metrics>,
 }
 
-impl Jobs<'_> {
+impl Jobs {
     /// One pass of `job`, unless another session runs one now.
     async fn pass(
         &self,
@@ -167,7 +160,7 @@ impl Jobs<'_> {
         leader: &watch::Receiver<bool>,
         stopped: &watch::Receiver<bool>,
     ) -> Result<u64, DbError> {
-        let policy = self.policy;
+        let policy = &self.policy;
         let limit = match job {
             Job::Eviction => policy.eviction_batch,
             _ => policy.retention_batch,

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio_postgres::Client;
 
-use super::{stop_requested, RECONNECT_DELAY};
 use crate::db::stats::{self, Refresh};
 use crate::db::{ConnectSettings, DbError};
 
@@ -29,28 +29,23 @@ pub(crate) struct StatsSettings {
 pub(super) async fn run(
     settings: ConnectSettings,
     stats: StatsSettings,
-    mut leader: watch::Receiver<bool>,
-    mut stopped: watch::Receiver<bool>,
+    leader: watch::Receiver<bool>,
+    stopped: watch::Receiver<bool>,
 ) {
     let settings = settings.with_statement_timeout_ms(STATS_STATEMENT_TIMEOUT_MS);
-    loop {
-        while !*leader.borrow_and_update() {
-            tokio::select! {
-                changed = leader.changed() => if changed.is_err() { return },
-                _ = stopped.changed() => return,
-            }
-        }
-        match settings.connect().await {
-            Ok(client) => {
-                if refresh_while_leader(&client, &stats, &mut leader, &mut stopped).await {
-                    return;
-                }
-            }
-            Err(error) => tracing::debug!(%error, "stats session cannot connect"),
-        }
-        if stop_requested(&mut stopped, RECONNECT_DELAY).await {
-            return;
-        }
+    super::while_leading(settings, stats, leader, stopped).await;
+}
+
+impl super::LeaderTask for StatsSettings {
+    const SESSION: &'static str = "stats";
+
+    fn run<'a>(
+        &'a self,
+        client: &'a Client,
+        leader: &'a mut watch::Receiver<bool>,
+        stopped: &'a mut watch::Receiver<bool>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(refresh_while_leader(client, self, leader, stopped))
     }
 }
 

@@ -460,6 +460,8 @@ async fn dashboard_feeds_leave_out_forbidden_queues() {
         .get("/api/v1/analytics/queue-lag?queue=team-b.orders")
         .await;
     assert_eq!(r.body["series"], json!([]), "{r:?}");
-    let r = admin.get("/api/v1/analytics/queue-lag?queue=team-b.orders").await;
+    let r = admin
+        .get("/api/v1/analytics/queue-lag?queue=team-b.orders")
+        .await;
     assert!(!r.body["series"].as_array().unwrap().is_empty(), "{r:?}");
 }
