@@ -319,6 +319,9 @@ struct Shared {
     ledger: Ledger,
     stop_producers: AtomicBool,
     stop_consumers: AtomicBool,
+    /// The downstream reader stops last: after the consumers, whose in-flight transactions
+    /// may still forward messages when the ledger already counts them delivered.
+    stop_downstream: AtomicBool,
     measuring: AtomicBool,
     forwarded: Mutex<HashSet<(u32, u64)>>,
     downstream: Mutex<HashMap<(u32, u64), u32>>,
@@ -546,7 +549,7 @@ async fn downstream(shared: Arc<Shared>, mut session: Session) {
         wait_ms: if shared.raw { 0 } else { 500 },
         auto_ack: true,
     };
-    while !shared.stop_consumers.load(Ordering::Relaxed) {
+    while !shared.stop_downstream.load(Ordering::Relaxed) {
         match session.pop(&pop).await {
             Ok(d) if !d.is_empty() => {
                 let mut seen = shared
@@ -601,6 +604,7 @@ pub async fn run(
         ledger: Ledger::new(!plan.auto_ack),
         stop_producers: AtomicBool::new(false),
         stop_consumers: AtomicBool::new(false),
+        stop_downstream: AtomicBool::new(false),
         measuring: AtomicBool::new(false),
         forwarded: Mutex::new(HashSet::new()),
         downstream: Mutex::new(HashMap::new()),
@@ -665,12 +669,8 @@ pub async fn run(
             )));
         }
     }
-    if forwarding {
-        consumers.push(tokio::spawn(downstream(
-            Arc::clone(&shared),
-            target.session(),
-        )));
-    }
+    let reader =
+        forwarding.then(|| tokio::spawn(downstream(Arc::clone(&shared), target.session())));
 
     let bar = progress(plan, kind.name());
     let mut timeline = Vec::new();
@@ -751,24 +751,39 @@ pub async fn run(
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         }
-        if forwarding {
-            while drain_start.elapsed() < plan.drain {
-                let forwarded = shared.forwarded.lock().map(|f| f.len()).unwrap_or(0);
-                let arrived = shared.downstream.lock().map(|d| d.len()).unwrap_or(0);
-                if arrived >= forwarded {
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Consumers stop first and finish what they hold (a forward transaction may still be in
+    // flight for a message the ledger counts delivered); then the downstream reader catches up
+    // with every message they forwarded.
+    shared.stop_consumers.store(true, Ordering::Relaxed);
+    for c in consumers {
+        let _ = tokio::time::timeout(Duration::from_secs(5), c).await;
+    }
+    if let Some(reader) = reader {
+        while drain_start.elapsed() < plan.drain {
+            let forwarded = shared
+                .forwarded
+                .lock()
+                .map(|f| f.clone())
+                .unwrap_or_default();
+            let all_arrived = shared
+                .downstream
+                .lock()
+                .map(|d| forwarded.iter().all(|k| d.contains_key(k)))
+                .unwrap_or(false);
+            if all_arrived {
+                break;
             }
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        shared.stop_downstream.store(true, Ordering::Relaxed);
+        let _ = tokio::time::timeout(Duration::from_secs(5), reader).await;
+    }
+    if !plan.groups.is_empty() {
         notes.push(format!(
             "after producers stopped, consumers caught up in {:.1} s",
             drain_start.elapsed().as_secs_f64()
         ));
-    }
-    shared.stop_consumers.store(true, Ordering::Relaxed);
-    for c in consumers {
-        let _ = tokio::time::timeout(Duration::from_secs(5), c).await;
     }
 
     // The verdict.
