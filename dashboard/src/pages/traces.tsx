@@ -64,6 +64,9 @@ function Names() {
   );
 }
 
+/** Where the chosen message's timeline opens, below the events. */
+const TIMELINE_ID = "trace-timeline";
+
 function Events(props: { name: string }) {
   const [params, set] = useQueryParams();
   const offset = intParam(params, "offset", 0);
@@ -79,7 +82,8 @@ function Events(props: { name: string }) {
         title={props.name}
         subtitle="Events of this trace name, newest first"
       />
-      <div class="split">
+      {/* Stacked, not side by side: the events table needs the page's width. */}
+      <div class="stack">
         <Panel
           testId="trace-events"
           actions={events.data && <span class="muted">{count(events.data.total)} events</span>}
@@ -101,9 +105,12 @@ function Events(props: { name: string }) {
                         <button
                           type="button"
                           class="button small"
-                          onClick={() =>
-                            setSelected({ partitionId: e.partition_id, transactionId: e.transaction_id })
-                          }
+                          onClick={() => {
+                            setSelected({ partitionId: e.partition_id, transactionId: e.transaction_id });
+                            requestAnimationFrame(() =>
+                              document.getElementById(TIMELINE_ID)?.scrollIntoView({ block: "start" }),
+                            );
+                          }}
                         >
                           Timeline
                         </button>
@@ -130,7 +137,7 @@ function Events(props: { name: string }) {
             )}
           </Loaded>
         </Panel>
-        <div>
+        <div id={TIMELINE_ID}>
           {selected ? (
             <>
               <p class="muted">
