@@ -9,6 +9,7 @@ use axum::response::Response;
 use axum::routing::{delete, get};
 use axum::Router;
 use serde::Serialize;
+use serde_json::json;
 
 use super::access::Auth;
 use super::error::{json_response, ApiError};
@@ -117,12 +118,29 @@ async fn queues(
     Ok(json_response(StatusCode::OK, body))
 }
 
-/// The `regina.queue_detail` argument.
-#[derive(Serialize)]
-struct SqlQueueQuery<'a> {
-    queue: &'a str,
-    limit: i64,
-    offset: i64,
+/// A page of one queue: the queue named by path segment `segment` and `limit` (default,
+/// maximum) and `offset` from the query; the argument of `regina.queue_detail` and of the status
+/// queue pages.
+///
+/// # Errors
+/// `400` for a bad name or page, `403` for a queue outside the caller's scopes.
+pub(super) fn queue_page(
+    auth: &Auth,
+    uri: &Uri,
+    segment: usize,
+    raw: Option<&str>,
+    name_chars_max: usize,
+    limit: (i64, i64),
+) -> Result<String, ApiError> {
+    let queue = path_name(uri, segment, "queue", name_chars_max)?;
+    auth.check_queue(&queue)?;
+    let query = Query::parse(raw);
+    let (limit_default, limit_max) = limit;
+    Ok(to_json(&json!({
+        "queue": queue,
+        "limit": query.integer("limit", 1, limit_max, limit_default)?,
+        "offset": query_offset(&query)?,
+    })))
 }
 
 async fn queue(
@@ -132,19 +150,14 @@ async fn queue(
     RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let queue = path_name(
+    let request = queue_page(
+        &auth,
         &uri,
         RESOURCE_QUEUE_SEGMENT,
-        "queue",
+        raw.as_deref(),
         shared.config.name_chars_max,
+        (QUEUES_LIMIT_DEFAULT, QUEUES_LIMIT_MAX),
     )?;
-    auth.check_queue(&queue)?;
-    let query = Query::parse(raw.as_deref());
-    let request = to_json(&SqlQueueQuery {
-        queue: &queue,
-        limit: query.integer("limit", 1, QUEUES_LIMIT_MAX, QUEUES_LIMIT_DEFAULT)?,
-        offset: query_offset(&query)?,
-    });
     match shared.db.queue_detail(&request).await? {
         Some(body) => Ok(json_response(StatusCode::OK, body)),
         None => Err(ApiError::queue_not_found()),

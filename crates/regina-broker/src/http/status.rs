@@ -13,10 +13,9 @@ use time::OffsetDateTime;
 
 use super::access::Auth;
 use super::error::{json_response, ApiError};
-use super::names::path_name;
 use super::query::Query;
 use super::range::TimeRange;
-use super::resources::{query_name, query_offset, query_text, LABEL_CHARS_MAX};
+use super::resources::{query_name, query_offset, query_text, queue_page, LABEL_CHARS_MAX};
 use crate::db::stats::{self, Refresh};
 use crate::engine::json::to_json;
 use crate::state::AppState;
@@ -138,28 +137,6 @@ async fn queues(
     Ok(json_response(StatusCode::OK, body))
 }
 
-/// The queue of the path and a page of `limit` (default, maximum) and `offset`.
-///
-/// # Errors
-/// `400` for a bad name or page, `403` for a queue outside the caller's scopes.
-fn queue_page(
-    auth: &Auth,
-    uri: &Uri,
-    raw: Option<&str>,
-    name_chars_max: usize,
-    limit_default: i64,
-    limit_max: i64,
-) -> Result<String, ApiError> {
-    let queue = path_name(uri, QUEUE_SEGMENT, "queue", name_chars_max)?;
-    auth.check_queue(&queue)?;
-    let query = Query::parse(raw);
-    Ok(to_json(&json!({
-        "queue": queue,
-        "limit": query.integer("limit", 1, limit_max, limit_default)?,
-        "offset": query_offset(&query)?,
-    })))
-}
-
 async fn queue(
     State(state): State<AppState>,
     auth: Auth,
@@ -170,10 +147,10 @@ async fn queue(
     let request = queue_page(
         &auth,
         &uri,
+        QUEUE_SEGMENT,
         raw.as_deref(),
         shared.config.name_chars_max,
-        PARTITIONS_LIMIT_DEFAULT,
-        PARTITIONS_LIMIT_MAX,
+        (PARTITIONS_LIMIT_DEFAULT, PARTITIONS_LIMIT_MAX),
     )?;
     match shared.db.status_queue(&request).await? {
         Some(body) => Ok(json_response(StatusCode::OK, body)),
@@ -191,10 +168,10 @@ async fn messages(
     let request = queue_page(
         &auth,
         &uri,
+        QUEUE_SEGMENT,
         raw.as_deref(),
         shared.config.name_chars_max,
-        MESSAGES_LIMIT_DEFAULT,
-        MESSAGES_LIMIT_MAX,
+        (MESSAGES_LIMIT_DEFAULT, MESSAGES_LIMIT_MAX),
     )?;
     let Some((total, body)) = shared.db.status_queue_messages(&request).await? else {
         return Err(ApiError::queue_not_found());
