@@ -139,7 +139,14 @@ export function Stat(props: {
       data-testid={`stat-${props.label.toLowerCase().replace(/\W+/g, "-")}`}
     >
       <div class="stat-label">{props.label}</div>
-      <div class="stat-value">{props.value}</div>
+      <div
+        class="stat-value"
+        title={
+          typeof props.value === "string" || typeof props.value === "number" ? String(props.value) : undefined
+        }
+      >
+        {props.value}
+      </div>
       {props.hint !== undefined && <div class="stat-hint">{props.hint}</div>}
     </div>
   );
