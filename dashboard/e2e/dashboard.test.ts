@@ -24,7 +24,7 @@ import {
   seed,
   type Seeded,
 } from "./seed.js";
-import { ack, call, launch, newPage, ok, pop, screenshot, served } from "./support.js";
+import { ack, call, launch, newPage, ok, pop, push, screenshot, served } from "./support.js";
 
 let seeded: Seeded;
 let page: Page;
@@ -310,6 +310,31 @@ describe("dashboard", () => {
       ["region-2", "region-2"],
     );
     await ack(region, "completed");
+  });
+
+  it("a group over many partitions lists its most lagging page and counts every partition", async () => {
+    const queue = "fleet.lanes";
+    const lanes = Array.from({ length: 250 }, (_, i) => `lane-${String(i).padStart(3, "0")}`);
+    await push(lanes.flatMap((partition) => [0, 1].map((n) => ({ queue, partition, payload: { n } }))));
+    const consumed = await pop(queue, "consumerGroup=wide&batch=500&partitions=250&autoAck=true");
+    assert.equal(consumed.length, 500);
+    // One new message on the last 50 lanes: they lag, the other 200 do not.
+    await push(lanes.slice(200).map((partition) => ({ queue, partition, payload: { n: 2 } })));
+    const figures = (await ok("GET", `/api/v1/consumer-groups/wide?queue=${queue}&limit=1`)).body[queue];
+    assert.deepEqual([figures.total, figures.totalLag], [250, 50]);
+
+    await open("/consumer-groups/wide");
+    const panel = page.getByTestId(`group-queue-${queue}`);
+    await stat(panel, "Partitions").getByText("250", { exact: true }).waitFor();
+    await stat(panel, "Lag").getByText("50", { exact: true }).waitFor();
+    await panel.getByText("The 200 most lagging of 250 partitions are listed.").waitFor();
+    const listed = rows(panel.locator("table"));
+    assert.equal(await listed.count(), 200);
+    // Most lagging first: the 50 lanes with a message left, then the caught-up ones.
+    assert.equal(await listed.nth(0).locator("td").nth(1).textContent(), "1");
+    assert.equal(await listed.nth(49).locator("td").nth(1).textContent(), "1");
+    assert.equal(await listed.nth(50).locator("td").nth(1).textContent(), "0");
+    await screenshot(page, "consumer-group-many-partitions");
   });
 
   it("messages browser filters by queue, partition and status, and opens the payload", async () => {

@@ -150,31 +150,64 @@ end
 $$;
 
 -- GET /api/v1/consumer-groups/:group: the group's partitions with a cursor, by queue.
-create or replace function regina.consumer_group_detail(i_group text,
+-- `i_query = {queue?, limit?, offset?, sort?}`: only one queue; a page of at most `limit`
+-- partitions per queue (default 10 000), by partition name or, with `sort = 'lag'`, most lagging
+-- first; `total`, `totalLag`, `maxTimeLag` and `leased` cover every partition of the queue.
+create or replace function regina.consumer_group_detail(i_group text, i_query jsonb default '{}',
                                                         i_now timestamptz default null)
 returns json
 language plpgsql stable as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_queue text := i_query ->> 'queue';
+    v_limit integer := coalesce((i_query ->> 'limit')::integer, 10000);
+    v_offset integer := coalesce((i_query ->> 'offset')::integer, 0);
+    v_by_lag boolean := coalesce(i_query ->> 'sort' = 'lag', false);
 begin
     return (
-        select coalesce(json_object_agg(x.queue_name, json_build_object('partitions', x.partitions)
-                                        order by x.queue_name), '{}'::json)
-        from (select q.name as queue_name,
-                     json_agg(json_build_object(
-                         'partition', p.name,
-                         'workerId', case when c.lease_active and c.lease_expires_at > v_now
-                                          then c.lease_id end,
-                         'lastConsumedAt', regina._ts(c.last_consumed_at),
-                         'totalConsumed', c.total_consumed,
-                         'offsetLag', l.o_offset_lag,
-                         'timeLagSeconds', regina._seconds_since(l.o_head_at, v_now),
-                         'leaseActive', c.lease_active and c.lease_expires_at > v_now)
-                         order by p.name) as partitions
-              from regina.queues q
-              join regina.cursors c on c.queue_id = q.id and c.consumer_group = i_group
-              join regina.partitions p on p.id = c.partition_id
-              cross join lateral regina._group_lag(p, c, null) l
-              group by q.name) x);
+        with cursor_rows as (
+            select q.name as queue_name, p.name as partition_name, c.lease_id,
+                   c.lease_active and c.lease_expires_at > v_now as leased,
+                   c.last_consumed_at, c.total_consumed, l.o_offset_lag as offset_lag,
+                   regina._seconds_since(l.o_head_at, v_now) as time_lag
+            from regina.queues q
+            join regina.cursors c on c.queue_id = q.id and c.consumer_group = i_group
+            join regina.partitions p on p.id = c.partition_id
+            cross join lateral regina._group_lag(p, c, null) l
+            where v_queue is null or q.name = v_queue),
+        summary as (
+            select r.queue_name, count(*) as total, coalesce(sum(r.offset_lag), 0) as total_lag,
+                   coalesce(max(r.time_lag), 0) as max_time_lag,
+                   count(*) filter (where r.leased) as leased
+            from cursor_rows r
+            group by r.queue_name),
+        numbered as (
+            select r.*, row_number() over (
+                       partition by r.queue_name
+                       order by case when v_by_lag then r.time_lag end desc,
+                                case when v_by_lag then r.offset_lag end desc,
+                                r.partition_name) as n
+            from cursor_rows r),
+        page as (
+            select x.queue_name,
+                   json_agg(json_build_object(
+                       'partition', x.partition_name,
+                       'workerId', case when x.leased then x.lease_id end,
+                       'lastConsumedAt', regina._ts(x.last_consumed_at),
+                       'totalConsumed', x.total_consumed,
+                       'offsetLag', x.offset_lag,
+                       'timeLagSeconds', x.time_lag,
+                       'leaseActive', x.leased)
+                       order by x.n) as partitions
+            from numbered x
+            where x.n > v_offset and x.n <= v_offset::bigint + v_limit
+            group by x.queue_name)
+        select coalesce(json_object_agg(s.queue_name, json_build_object(
+                            'partitions', coalesce(g.partitions, '[]'::json),
+                            'total', s.total, 'totalLag', s.total_lag,
+                            'maxTimeLag', s.max_time_lag, 'leased', s.leased)
+                        order by s.queue_name), '{}'::json)
+        from summary s
+        left join page g on g.queue_name = s.queue_name);
 end
 $$;

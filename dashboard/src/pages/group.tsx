@@ -12,9 +12,9 @@ import { absolute, count, duration, fromLocalInput, groupName } from "../format"
 import { useAction, useResource, type Action } from "../hooks";
 import { pathOf } from "../query";
 
-type Partitions = ConsumerGroupDetail[string]["partitions"];
+type QueueFigures = ConsumerGroupDetail[string];
 
-/** Partitions listed per queue, most lagging first; the stats above the table count them all. */
+/** Partitions fetched and listed per queue, most lagging first; the stats above count them all. */
 const PARTITION_ROWS_MAX = 200;
 
 /** A seek waiting for confirmation: a whole queue or one partition, to the end or to an instant. */
@@ -27,7 +27,7 @@ interface Seek {
 export function GroupPage(props: { name: string }) {
   const group = useResource(
     `group:${props.name}`,
-    (signal) => admin.consumerGroup(props.name, { signal }),
+    (signal) => admin.consumerGroup(props.name, { sort: "lag", limit: PARTITION_ROWS_MAX }, { signal }),
     10_000,
   );
   const seek = useAction("write");
@@ -92,14 +92,8 @@ export function GroupPage(props: { name: string }) {
             );
           return (
             <>
-              {queues.map(([queue, { partitions }]) => (
-                <QueuePanel
-                  key={queue}
-                  queue={queue}
-                  partitions={partitions}
-                  action={seek}
-                  onSeek={setPending}
-                />
+              {queues.map(([queue, figures]) => (
+                <QueuePanel key={queue} queue={queue} figures={figures} action={seek} onSeek={setPending} />
               ))}
             </>
           );
@@ -111,16 +105,14 @@ export function GroupPage(props: { name: string }) {
 
 function QueuePanel(props: {
   queue: string;
-  partitions: Partitions;
+  figures: QueueFigures;
   action: Action;
   onSeek: (s: Seek) => void;
 }) {
   const [when, setWhen] = useState("");
   const timestamp = fromLocalInput(when);
-  const { partitions, queue } = props;
-  const lag = partitions.reduce((sum, p) => sum + p.offsetLag, 0);
-  const maxTime = partitions.reduce((max, p) => Math.max(max, p.timeLagSeconds), 0);
-  const leased = partitions.filter((p) => p.leaseActive).length;
+  const { queue } = props;
+  const { partitions, total, totalLag: lag, maxTimeLag: maxTime, leased } = props.figures;
   return (
     <Panel
       testId={`group-queue-${queue}`}
@@ -163,7 +155,7 @@ function QueuePanel(props: {
       <div class="stats compact">
         <Stat label="Lag" value={count(lag)} hint="messages" tone={lag ? "amber" : "green"} />
         <Stat label="Max time lag" value={duration(maxTime)} />
-        <Stat label="Partitions" value={count(partitions.length)} />
+        <Stat label="Partitions" value={count(total)} />
         <Stat label="Leased" value={count(leased)} />
       </div>
       <Table
@@ -209,15 +201,13 @@ function QueuePanel(props: {
             ),
           },
         ]}
-        rows={[...partitions]
-          .sort((a, b) => b.offsetLag - a.offsetLag || a.partition.localeCompare(b.partition))
-          .slice(0, PARTITION_ROWS_MAX)}
+        rows={partitions}
         rowKey={(p) => p.partition}
         empty="No partition yet."
       />
-      {partitions.length > PARTITION_ROWS_MAX && (
+      {total > partitions.length && (
         <p class="muted">
-          The {PARTITION_ROWS_MAX} most lagging of {count(partitions.length)} partitions are listed.
+          The {count(partitions.length)} most lagging of {count(total)} partitions are listed.
         </p>
       )}
     </Panel>

@@ -338,7 +338,18 @@ export interface LaggingPartition {
   last_consumed_at: string | null;
 }
 
-/** `GET /api/v1/consumer-groups/:group`: per queue, the group's partitions. */
+/** The page of `GET /api/v1/consumer-groups/:group`: partitions per queue. */
+export interface GroupDetailQuery extends PageQuery {
+  /** Only this queue. */
+  queue?: string;
+  /** By partition name (default), or most lagging first. */
+  sort?: "partition" | "lag";
+}
+
+/**
+ * `GET /api/v1/consumer-groups/:group`: per queue, a page of the group's partitions, and
+ * `total`, `totalLag`, `maxTimeLag` (seconds) and `leased` over all of them.
+ */
 export type ConsumerGroupDetail = Record<
   string,
   {
@@ -351,6 +362,10 @@ export type ConsumerGroupDetail = Record<
       timeLagSeconds: number;
       leaseActive: boolean;
     }[];
+    total: number;
+    totalLag: number;
+    maxTimeLag: number;
+    leased: number;
   }
 >;
 

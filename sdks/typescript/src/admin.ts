@@ -122,9 +122,13 @@ export class Admin {
     return this.page("/api/v1/consumer-groups/lagging", { ...query }, options);
   }
 
-  /** One group's partitions on every queue; `{}` for a group without cursors. */
-  consumerGroup(name: string, options?: CallOptions): Promise<T.ConsumerGroupDetail> {
-    return this.get(`/api/v1/consumer-groups/${segment(name)}`, {}, options);
+  /**
+   * One group's partitions on every queue (or on `query.queue`): a page of at most `limit`
+   * partitions per queue (default 10 000), by name or most lagging first (`sort: "lag"`), with
+   * figures over all of them; `{}` for a group without cursors.
+   */
+  consumerGroup(name: string, query: T.GroupDetailQuery = {}, options?: CallOptions): Promise<T.ConsumerGroupDetail> {
+    return this.get(`/api/v1/consumer-groups/${segment(name)}`, { ...query }, options);
   }
 
   /**

@@ -106,6 +106,10 @@ describe("consumer groups", () => {
     const groups = await regina.admin.consumerGroups();
     expect(groups.items.some((row) => row.name === "g" && row.queueName === name)).toBe(true);
     expect(Object.keys(await regina.admin.consumerGroup("g"))).toContain(name);
+    const page = await regina.admin.consumerGroup("g", { queue: name, limit: 1, sort: "lag" });
+    expect(Object.keys(page)).toEqual([name]);
+    expect(page[name]).toMatchObject({ total: 1, totalLag: 0, leased: 0 });
+    expect(page[name]?.partitions).toHaveLength(1);
 
     const seek = await regina.admin.seek("g", name, { timestamp: between });
     expect(seek).toMatchObject({ success: true, seekToEnd: false });

@@ -295,12 +295,18 @@ const FIXED_ADMIN: &[(&str, &str, &str)] = &[
     (
         "consumer-group-detail",
         "GET /consumer-groups/analytics",
-        "select regina.consumer_group_detail('analytics')",
+        r#"select regina.consumer_group_detail('analytics', '{"limit": 10000, "offset": 0}')"#,
+    ),
+    (
+        "consumer-group-detail-by-lag",
+        "GET /consumer-groups/analytics?sort=lag&limit=200 (the dashboard's page)",
+        r#"select regina.consumer_group_detail('analytics',
+               '{"limit": 200, "offset": 0, "sort": "lag"}')"#,
     ),
     (
         "consumer-group-detail-queue-mode",
         "GET /consumer-groups/__QUEUE_MODE__",
-        "select regina.consumer_group_detail('__QUEUE_MODE__')",
+        r#"select regina.consumer_group_detail('__QUEUE_MODE__', '{"limit": 10000, "offset": 0}')"#,
     ),
 ];
 

@@ -104,7 +104,9 @@ impl Stmt {
             Stmt::GroupsLagging => {
                 "select total, body::text from regina.consumer_groups_lagging($1::text::jsonb)"
             }
-            Stmt::GroupDetail => "select regina.consumer_group_detail($1::text)::text",
+            Stmt::GroupDetail => {
+                "select regina.consumer_group_detail($1::text, $2::text::jsonb)::text"
+            }
             Stmt::GroupDelete => {
                 "select regina.consumer_group_delete($1::text, $2::text, $3::boolean)::text"
             }
@@ -312,9 +314,9 @@ impl Db {
         self.group_rows(Stmt::GroupsLagging, page).await
     }
 
-    /// `regina.consumer_group_detail(group)`: the group's partitions by queue.
-    pub(crate) async fn group_detail(&self, group: &str) -> Result<String, DbError> {
-        single_text(&self.query(Stmt::GroupDetail, &[&group]).await?)
+    /// `regina.consumer_group_detail(group, page)`: a page of the group's partitions per queue.
+    pub(crate) async fn group_detail(&self, group: &str, page: &str) -> Result<String, DbError> {
+        single_text(&self.query(Stmt::GroupDetail, &[&group, &page]).await?)
     }
 
     /// `regina.consumer_group_delete(group, queue, delete_metadata)`.

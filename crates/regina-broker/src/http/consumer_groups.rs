@@ -19,6 +19,7 @@ use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::names::path_name;
 use super::query::Query;
+use super::resources::query_name;
 use super::timestamp;
 use crate::engine::json::to_json;
 use crate::state::{AppState, Shared};
@@ -26,6 +27,8 @@ use crate::state::{AppState, Shared};
 /// `limit` default and maximum of the listings (spec §3.10).
 const LIMIT_DEFAULT: i64 = 1_000;
 const LIMIT_MAX: i64 = 10_000;
+/// `limit` default and maximum of the partitions per queue in one group's detail.
+const DETAIL_LIMIT_MAX: i64 = 10_000;
 /// `minLagSeconds` default of the lagging listing.
 const MIN_LAG_SECONDS_DEFAULT: i64 = 3_600;
 /// Positions of the path parameters in
@@ -118,9 +121,50 @@ fn queue(shared: &Shared, uri: &Uri) -> Result<String, ApiError> {
     path_name(uri, QUEUE_SEGMENT, "queue", shared.config.name_chars_max)
 }
 
-async fn detail(State(state): State<AppState>, auth: Auth, uri: Uri) -> Result<Response, ApiError> {
-    let group = group(state.get(), &uri)?;
-    let mut body = state.get().db.group_detail(&group).await?;
+/// The page of `GET /api/v1/consumer-groups/:group`, as `regina.consumer_group_detail` takes it.
+#[derive(Serialize, Debug, PartialEq)]
+struct SqlDetailPage<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    queue: Option<&'a str>,
+    limit: i64,
+    offset: i64,
+    sort: &'static str,
+}
+
+/// `queue`, `limit` (partitions per queue), `offset` and `sort` (`partition` or `lag`).
+fn detail_page<'a>(query: &'a Query, name_chars_max: usize) -> Result<SqlDetailPage<'a>, ApiError> {
+    let sort = match query.string("sort")? {
+        None | Some("partition") => "partition",
+        Some("lag") => "lag",
+        Some(_) => {
+            return Err(ApiError::invalid_parameter(
+                "sort",
+                "sort must be partition or lag".to_owned(),
+            ))
+        }
+    };
+    Ok(SqlDetailPage {
+        queue: query_name(query, "queue", name_chars_max)?,
+        limit: query.integer("limit", 1, DETAIL_LIMIT_MAX, DETAIL_LIMIT_MAX)?,
+        offset: query.integer("offset", 0, i64::from(i32::MAX), 0)?,
+        sort,
+    })
+}
+
+async fn detail(
+    State(state): State<AppState>,
+    auth: Auth,
+    uri: Uri,
+    RawQuery(raw): RawQuery,
+) -> Result<Response, ApiError> {
+    let shared = state.get();
+    let group = group(shared, &uri)?;
+    let query = Query::parse(raw.as_deref());
+    let page = detail_page(&query, shared.config.name_chars_max)?;
+    if let Some(queue) = page.queue {
+        auth.check_queue(queue)?;
+    }
+    let mut body = shared.db.group_detail(&group, &to_json(&page)).await?;
     if auth.scopes().is_some() {
         // The detail is keyed by queue name: drop the queues the caller may not see.
         let mut queues: serde_json::Map<String, Value> =
@@ -391,6 +435,28 @@ async fn seek_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detail_pages_default_to_every_partition_by_name_and_refuse_bad_values() {
+        let parse = |raw: &str| detail_page(&Query::parse(Some(raw)), 64).map(|p| to_json(&p));
+        assert_eq!(
+            parse("").expect("valid"),
+            r#"{"limit":10000,"offset":0,"sort":"partition"}"#
+        );
+        assert_eq!(
+            parse("queue=q&limit=5&offset=10&sort=lag").expect("valid"),
+            r#"{"queue":"q","limit":5,"offset":10,"sort":"lag"}"#
+        );
+        for bad in [
+            "limit=0",
+            "limit=10001",
+            "offset=-1",
+            "sort=size",
+            "queue=a%01",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn seek_bodies_name_the_end_or_an_instant() {

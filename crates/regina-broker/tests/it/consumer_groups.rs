@@ -131,6 +131,7 @@ async fn lagging_lists_partitions_with_old_heads_largest_lag_first() {
     let leased = api.pop_partition("q", "p1", "consumerGroup=g").await;
     age(&b, "q", "p1", 3).await;
     age(&b, "q", "p2", 2).await;
+    age(&b, "q", "p3", 1).await;
     refresh_stats(&api).await;
 
     let r = api.get("/api/v1/consumer-groups/lagging").await;
@@ -221,6 +222,87 @@ async fn group_detail_shows_each_partition_with_a_cursor_by_queue() {
         .get(&format!("/api/v1/consumer-groups/{}", enc("a\u{1}")))
         .await;
     bad.assert_error(400, "invalid_parameter");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_detail_pages_partitions_per_queue_with_figures_over_all_of_them() {
+    let (b, api) = start().await;
+    // p1 lags by 1 message, p2 by 3 (2 hours old), p3 by 2 (1 hour old); p4 is caught up.
+    api.push_to("q", "p1", &[json!(1), json!(2)]).await;
+    api.push_to("q", "p2", &[json!(1), json!(2), json!(3), json!(4)])
+        .await;
+    api.push_to("q", "p3", &[json!(1), json!(2), json!(3)])
+        .await;
+    api.push_one("q", "p4", json!(1)).await;
+    api.push_one("other", "Default", json!(1)).await;
+    for partition in ["p1", "p2", "p3", "p4"] {
+        api.pop_partition("q", partition, "consumerGroup=g&batch=1&autoAck=true")
+            .await;
+    }
+    let held = api
+        .pop_partition("q", "p3", "consumerGroup=g&batch=1")
+        .await;
+    assert_eq!(held.messages().len(), 1, "{held:?}");
+    api.pop("other", "consumerGroup=g&autoAck=true").await;
+    age(&b, "q", "p2", 2).await;
+
+    let names = |r: &Reply, queue: &str| -> Vec<String> {
+        r.body[queue]["partitions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r:?}"))
+            .iter()
+            .map(|p| p["partition"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let all = api.get("/api/v1/consumer-groups/g").await;
+    assert_eq!(all.status, 200, "{all:?}");
+    assert_eq!(names(&all, "q"), ["p1", "p2", "p3", "p4"]);
+    // Figures cover every partition of the queue, whatever the page.
+    let figures = |r: &Reply| {
+        let q = &r.body["q"];
+        (
+            q["total"].clone(),
+            q["totalLag"].clone(),
+            q["leased"].clone(),
+        )
+    };
+    assert_eq!(figures(&all), (json!(4), json!(6), json!(1)), "{all:?}");
+    assert!(
+        all.body["q"]["maxTimeLag"].as_u64().unwrap() >= 7_200,
+        "{all:?}"
+    );
+    assert_eq!(all.body["other"]["total"], 1);
+
+    let page = api.get("/api/v1/consumer-groups/g?limit=2&offset=1").await;
+    assert_eq!(names(&page, "q"), ["p2", "p3"]);
+    assert_eq!(figures(&page), figures(&all));
+    // An offset past a queue's partitions leaves its figures and an empty page.
+    let past = api.get("/api/v1/consumer-groups/g?offset=1").await;
+    assert_eq!(past.body["other"]["partitions"], json!([]), "{past:?}");
+    assert_eq!(past.body["other"]["total"], 1);
+
+    let by_lag = api.get("/api/v1/consumer-groups/g?sort=lag&limit=3").await;
+    assert_eq!(names(&by_lag, "q"), ["p2", "p3", "p1"], "{by_lag:?}");
+
+    let one = api.get("/api/v1/consumer-groups/g?queue=other").await;
+    assert_eq!(
+        one.body.as_object().unwrap().keys().collect::<Vec<_>>(),
+        ["other"]
+    );
+    let none = api.get("/api/v1/consumer-groups/g?queue=nowhere").await;
+    assert_eq!((none.status, &none.body), (200, &json!({})));
+
+    for bad in [
+        "limit=0",
+        "limit=10001",
+        "offset=-1",
+        "sort=size",
+        "queue=a%01",
+    ] {
+        api.get(&format!("/api/v1/consumer-groups/g?{bad}"))
+            .await
+            .assert_error(400, "invalid_parameter");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -129,9 +129,50 @@ fn group_routes() -> Vec<Route> {
             .query(lagging)
             .ok(200, LISTED, array(map_of(any()))),
         Route::get("/api/v1/consumer-groups/{group}", Access::ReadOnly, GROUPS)
-            .summary("One group's cursors, by queue")
-            .ok(200, "Partitions of the group by queue", map_of(any())),
+            .summary("One group's cursors, by queue: a page of partitions per queue")
+            .query(group_detail_page())
+            .ok(
+                200,
+                "Partitions of the group by queue",
+                map_of(group_queue()),
+            ),
     ]
+}
+
+fn group_detail_page() -> Vec<Param> {
+    let mut params = vec![
+        param_name("queue", "Only this queue"),
+        choice(
+            "sort",
+            &["partition", "lag"],
+            Some("partition"),
+            "Partitions by name, or most lagging first",
+        ),
+    ];
+    params.extend(paging(10_000, 10_000));
+    params
+}
+
+/// One queue of a group's detail: a page of its partitions and figures over all of them.
+fn group_queue() -> Value {
+    object(&[
+        (
+            "partitions",
+            array(object(&[
+                ("partition", name()),
+                ("workerId", nullable(string())),
+                ("lastConsumedAt", nullable(time())),
+                ("totalConsumed", integer()),
+                ("offsetLag", integer()),
+                ("timeLagSeconds", integer()),
+                ("leaseActive", boolean()),
+            ])),
+        ),
+        ("total", integer()),
+        ("totalLag", integer()),
+        ("maxTimeLag", integer()),
+        ("leased", integer()),
+    ])
 }
 
 fn group_changes() -> Vec<Route> {
