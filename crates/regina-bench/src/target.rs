@@ -191,7 +191,9 @@ impl HttpConn {
     }
 
     /// Sends one request; returns status and body. A transport error drops the connection (the
-    /// next request opens a new one).
+    /// next request opens a new one). A request the connection closed under before writing it
+    /// (the broker may close a connection after answering, e.g. a body over its limit) is sent
+    /// again once on a new connection, as HTTP clients do.
     ///
     /// # Errors
     /// Connecting, writing or reading failed.
@@ -202,27 +204,52 @@ impl HttpConn {
         body: Option<Vec<u8>>,
     ) -> anyhow::Result<(u16, Bytes)> {
         let authority = self.base.trim_start_matches("http://").to_owned();
-        let sender = self.connect().await?;
-        sender.ready().await?;
-        let mut request = http::Request::builder()
+        let mut builder = http::Request::builder()
             .method(method)
             .uri(path)
             .header("host", authority);
         if body.is_some() {
-            request = request.header("content-type", "application/json");
+            builder = builder.header("content-type", "application/json");
         }
-        let request = request.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
-        let result = async {
-            let response = sender.send_request(request).await?;
+        let mut request = builder.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
+        let mut resent = false;
+        loop {
+            let sender = self.connect().await?;
+            let sent = match sender.ready().await {
+                Ok(()) => sender.try_send_request(request).await,
+                Err(_) if !resent => {
+                    self.sender = None;
+                    resent = true;
+                    continue;
+                }
+                Err(error) => {
+                    self.sender = None;
+                    return Err(error.into());
+                }
+            };
+            let response = match sent {
+                Ok(response) => response,
+                Err(mut unsent) => {
+                    self.sender = None;
+                    match unsent.take_message() {
+                        Some(message) if !resent => {
+                            request = message;
+                            resent = true;
+                            continue;
+                        }
+                        _ => return Err(unsent.into_error().into()),
+                    }
+                }
+            };
             let status = response.status().as_u16();
-            let body = response.into_body().collect().await?.to_bytes();
-            Ok::<_, anyhow::Error>((status, body))
+            return match response.into_body().collect().await {
+                Ok(body) => Ok((status, body.to_bytes())),
+                Err(error) => {
+                    self.sender = None;
+                    Err(error.into())
+                }
+            };
         }
-        .await;
-        if result.is_err() {
-            self.sender = None;
-        }
-        result
     }
 }
 
