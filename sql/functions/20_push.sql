@@ -37,6 +37,10 @@ $$;
 -- in it (and refuse U+0000), whereas array elements come out verbatim. Without i_payloads, each
 -- item's own `payload` is used (convenient from SQL). With i_capacity, the capped queues are
 -- locked (_capacity_lock) before anything is created: o_capped lists them.
+--
+-- Linear in the items whatever the plan: items and payloads are read side by side in one scan
+-- (`rows from`), and each item finds its queue and partition by a correlated index lookup, never
+-- by a join of two item sets.
 create or replace function regina._push_resolve(i_items jsonb, i_payloads json, i_capacity boolean,
                                                 out o_items regina.push_item[],
                                                 out o_capped bigint[])
@@ -48,14 +52,19 @@ begin
                    (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
                    t.e ->> 'transactionId', (t.e ->> 'messageId')::uuid,
                    nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub',
-                   coalesce(pl.payload, (t.e -> 'payload')::json),
+                   coalesce(t.payload, (t.e -> 'payload')::json),
                    t.e ->> 'payloadKeyId', q.id, q.max_size, q.encryption_enabled
                )::regina.push_item order by t.ord)
         into o_items
-        from jsonb_array_elements(i_items) with ordinality t(e, ord)
-        left join json_array_elements(i_payloads) with ordinality pl(payload, ord) on pl.ord = t.ord
-        left join regina.queues q on q.name = t.e ->> 'queue'
-        left join regina.partitions p on p.queue_id = q.id and p.name = t.e ->> 'partition';
+        from rows from (jsonb_array_elements(i_items), json_array_elements(i_payloads))
+             with ordinality t(e, payload, ord)
+        -- `limit 1` (the keys are unique anyway) keeps the planner from turning these lookups into
+        -- a join that scans the whole table.
+        left join lateral (select qq.* from regina.queues qq where qq.name = t.e ->> 'queue'
+                           limit 1) q on true
+        left join lateral (select pp.* from regina.partitions pp
+                           where pp.queue_id = q.id and pp.name = t.e ->> 'partition'
+                           limit 1) p on true;
         -- Queues created below are new, hence uncapped: every capped queue is known here.
         if attempt = 1 and i_capacity then
             o_capped := regina._capacity_lock(o_items);
@@ -91,111 +100,119 @@ $$;
 -- Stores the items. With i_ignore_capacity (failover replay: those items were acknowledged
 -- already), maxSize is not enforced. An item refused (queue_full, or encryption_required for
 -- plaintext to a queue that encrypts) gets a `failed` row and nothing is stored for it.
+--
+-- The work is linear in the items whatever the spread over partitions: the statement below reads
+-- the items once, finds stored keys and partition offsets by correlated index lookups, numbers
+-- the new messages of each partition with window functions, and never joins two item-sized sets
+-- (generic plans estimate them at a few rows, so such a join would be a nested loop: quadratic).
 create or replace function regina.push(i_items jsonb, i_payloads json default null,
                                        i_notify boolean default false,
                                        i_now timestamptz default null,
                                        i_ignore_capacity boolean default false)
 returns table (idx integer, result jsonb)
 -- Generic plans: a custom plan per call costs more to make than the statements cost to run
--- (about 0.4 ms of planning for a one-message push); the plans are index lookups either way.
-language plpgsql set plan_cache_mode = force_generic_plan as $$
+-- (about 0.4 ms of planning for a one-message push). Every statement here is keyed lookups, and
+-- a generic plan lives as long as the session: one made while a table was small (a new
+-- database) must not scan that table once it has grown, hence no sequential scans at all.
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.push_item[];
     v_capped bigint[];
-    v_wanted integer;
-    v_locked integer;
-    v_refused_idx integer[] := '{}';
-    v_refused_code text[] := '{}';
+    v_partitions bigint[];
+    v_refusals smallint[];
 begin
     for attempt in 1 .. 3 loop
         select * into v_items, v_capped from regina._push_resolve(i_items, i_payloads, not i_ignore_capacity);
-        v_wanted := (select count(distinct x.partition_id) from unnest(v_items) x);
-        v_locked := regina._push_lock(array(select distinct x.partition_id from unnest(v_items) x));
+        v_partitions := array(select distinct x.partition_id from unnest(v_items) x);
         -- Partition cleanup deleted a partition after it was resolved: resolve (re-create) again.
-        exit when v_locked = v_wanted;
+        exit when regina._push_lock(v_partitions) = cardinality(v_partitions);
         if attempt = 3 then
             raise exception 'partitions vanished while pushing' using errcode = '40001';
         end if;
     end loop;
     if exists (select 1 from unnest(v_items) x
                where x.queue_id = any (v_capped) or (x.encrypting and x.payload_key_id is null)) then
-        select * into v_refused_idx, v_refused_code
-        from regina._push_refusals(v_items, v_capped, v_now);
+        v_refusals := regina._push_refusals(v_items, v_capped, v_now);
     end if;
 
     return query
-    with items as (select * from unnest(v_items)),
-    refused as (select * from unnest(v_refused_idx, v_refused_code) r(idx, code)),
-    firsts as (   -- the first item of each key in the batch: later ones are its duplicates
-        select distinct on (i.partition_id, i.transaction_id) i.idx, i.partition_id,
-               i.transaction_id, i.message_id
-        from items i order by i.partition_id, i.transaction_id, i.idx),
-    stored as (   -- keys already stored by earlier commits
-        select m.partition_id, m.transaction_id, m.id
-        from regina.messages m
-        join firsts f on m.partition_id = f.partition_id and m.transaction_id = f.transaction_id
-        where m.for_group is null),
-    fresh as (
-        select i.*, row_number() over (partition by i.partition_id order by i.idx) as rn
-        from items i join firsts f on f.idx = i.idx
-        where not exists (select 1 from stored s where s.partition_id = i.partition_id
-                                                   and s.transaction_id = i.transaction_id)
-          and not exists (select 1 from refused r where r.idx = i.idx)),
-    counts as (select f.partition_id, count(*) as n from fresh f group by f.partition_id),
+    with keyed as (   -- each item with the first item of its key in the batch, and a stored key
+        select i.*, s.id as stored_id,
+               first_value(i.idx) over k as first_idx,
+               first_value(i.message_id) over k as first_id
+        from unnest(v_items) i
+        left join lateral (select m.id from regina.messages m
+                           where m.partition_id = i.partition_id
+                             and m.transaction_id = i.transaction_id and m.for_group is null
+                           limit 1) s on true
+        window k as (partition by i.partition_id, i.transaction_id order by i.idx)),
+    flagged as (      -- fresh: stored now (not a duplicate, not refused)
+        select x.*, coalesce(v_refusals[x.first_idx + 1], 0) as refusal,
+               x.idx = x.first_idx and x.stored_id is null
+                   and coalesce(v_refusals[x.first_idx + 1], 0) = 0 as fresh
+        from keyed x),
+    numbered as (     -- rn: position among the partition's fresh items, in item order
+        select f.*, count(*) filter (where f.fresh)
+                        over (partition by f.partition_id order by f.idx) as rn
+        from flagged f),
     bumped as (
         update regina.partitions p
         set next_seq = p.next_seq + c.n,
             last_created_at = greatest(v_now, p.last_created_at),
             last_push_at = v_now
-        from counts c where p.id = c.partition_id
-        returning p.id, p.queue_id, p.next_seq - c.n as base, p.last_created_at as created_at),
-    inserted as (
+        from (select n.partition_id, count(*) as n from numbered n where n.fresh
+              group by n.partition_id) c
+        where p.id = c.partition_id
+        returning p.id, p.queue_id),
+    inserted as (     -- offsets from the partition row as this statement's snapshot holds it
         insert into regina.messages (partition_id, seq, id, transaction_id, trace_id,
                                      producer_sub, created_at, payload, payload_key_id)
-        select f.partition_id, b.base + f.rn - 1, f.message_id, f.transaction_id, f.trace_id,
-               f.producer_sub, b.created_at, f.payload, f.payload_key_id
-        from fresh f join bumped b on b.id = f.partition_id
+        select n.partition_id, b.next_seq + n.rn - 1, n.message_id, n.transaction_id, n.trace_id,
+               n.producer_sub, b.created_at, n.payload, n.payload_key_id
+        from numbered n
+        cross join lateral (select p.next_seq, greatest(v_now, p.last_created_at) as created_at
+                            from regina.partitions p where p.id = n.partition_id limit 1) b
+        where n.fresh
         returning 1),
     readied as (  -- work for every group subscribed to the queue (the ready set, 0002_ready.sql)
         insert into regina.ready (partition_id, consumer_group, queue_id, eligible_at)
         select b.id, s.consumer_group, b.queue_id,
-               v_now + q.delayed_processing_seconds * interval '1 second'
+               v_now + (select q.delayed_processing_seconds from regina.queues q
+                        where q.id = b.queue_id) * interval '1 second'
         from bumped b
-        join regina.subscriptions s on s.queue_id = b.queue_id
-        join regina.queues q on q.id = b.queue_id
+        join lateral (select ss.consumer_group from regina.subscriptions ss
+                      where ss.queue_id = b.queue_id offset 0) s on true
         -- A row this snapshot sees stays (deleting it needs the partition lock held here), so
         -- only missing rows are inserted: the insert never waits for a consumer that is moving
-        -- an existing row, and a push never waits for the holder of a cursor.
-        where not exists (select 1 from regina.ready r
-                          where r.partition_id = b.id and r.consumer_group = s.consumer_group)
+        -- an existing row, and a push never waits for the holder of a cursor. (A correlated
+        -- probe, not `not exists`, which the planner may turn into a scan of the whole set.)
+        where (select 1 from regina.ready r
+               where r.partition_id = b.id and r.consumer_group = s.consumer_group) is null
         order by b.id, s.consumer_group
         on conflict do nothing
         returning 1)
     -- `inserted` and `readied` run to completion although nothing reads them (data-modifying
     -- CTEs always do).
-    select i.idx,
-           case when rf.code is not null then jsonb_build_object(
-                    'transaction_id', i.transaction_id, 'status', 'failed',
-                    'queueName', i.queue_name, 'code', rf.code,
-                    'error', case rf.code
-                                 when 'queue_full' then format('Queue is full (maxSize %s)', i.max_size)
+    select n.idx,
+           case when n.refusal <> 0 then jsonb_build_object(
+                    'transaction_id', n.transaction_id, 'status', 'failed',
+                    'queueName', n.queue_name,
+                    'code', case n.refusal when 1 then 'queue_full' else 'encryption_required' end,
+                    'error', case n.refusal
+                                 when 1 then format('Queue is full (maxSize %s)', n.max_size)
                                  else 'Payload must be encrypted for this queue' end)
-                when fr.idx is not null then jsonb_build_object(
-                    'transaction_id', i.transaction_id, 'status', 'queued',
-                    'message_id', i.message_id, 'partition_id', i.partition_uuid,
-                    'trace_id', i.trace_id, 'queueName', i.queue_name)
+                when n.fresh then jsonb_build_object(
+                    'transaction_id', n.transaction_id, 'status', 'queued',
+                    'message_id', n.message_id, 'partition_id', n.partition_uuid,
+                    'trace_id', n.trace_id, 'queueName', n.queue_name)
                 else jsonb_build_object(
-                    'transaction_id', i.transaction_id, 'status', 'duplicate',
-                    'message_id', coalesce(s.id, f.message_id), 'partition_id', i.partition_uuid,
-                    'queueName', i.queue_name)
+                    'transaction_id', n.transaction_id, 'status', 'duplicate',
+                    'message_id', coalesce(n.stored_id, n.first_id),
+                    'partition_id', n.partition_uuid, 'queueName', n.queue_name)
            end
-    from items i
-    join firsts f on f.partition_id = i.partition_id and f.transaction_id = i.transaction_id
-    left join refused rf on rf.idx = i.idx
-    left join fresh fr on fr.idx = i.idx
-    left join stored s on s.partition_id = i.partition_id and s.transaction_id = i.transaction_id
-    order by i.idx;
+    from numbered n
+    order by n.idx;
 
     if i_notify then
         perform pg_notify('regina_push', jsonb_build_object(

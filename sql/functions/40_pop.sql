@@ -348,17 +348,228 @@ begin
 end
 $$;
 
--- Candidate partitions of a queue for a group: its ready rows that are claimable now, longest
--- waiting first (starvation-free: a claimed partition that still has work goes to the back).
--- An index range scan: partitions without work for the group cost nothing.
-create or replace function regina._pop_candidates(i_queue_id bigint, i_group text,
-                                                  i_now timestamptz)
-returns setof regina.partitions
-language sql stable as $$
-    select p.* from regina.ready r
-    join regina.partitions p on p.id = r.partition_id
-    where r.queue_id = i_queue_id and r.consumer_group = i_group and r.eligible_at <= i_now
-    order by r.eligible_at, r.partition_id
+-- Creates the missing cursors of a group on partitions of a queue, at the subscription start, in
+-- one statement. A key is created only under a try-lock on it, so two pops creating cursors never
+-- wait for each other's insert (nor deadlock); the loser of a race finds the cursor locked or
+-- created. The key-share lock the insert takes anyway is taken first: it waits for a deletion job
+-- that holds the partition, and skips a partition that partition cleanup deleted.
+create or replace function regina._cursors_create(i_queue_id bigint, i_group text,
+                                                  i_partition_ids bigint[],
+                                                  i_start_at timestamptz)
+returns void
+language plpgsql as $$
+begin
+    insert into regina.cursors (partition_id, consumer_group, queue_id, next_seq)
+    select p.id, i_group, i_queue_id, regina._start_seq(p.id, i_start_at)
+    from unnest(i_partition_ids) k(partition_id)
+    cross join lateral (select pp.id from regina.partitions pp
+                        where pp.id = k.partition_id for key share) p
+    where (select 1 from regina.cursors c
+           where c.partition_id = k.partition_id and c.consumer_group = i_group) is null
+      and pg_try_advisory_xact_lock(hashtextextended(k.partition_id::text || '/' || i_group, 0))
+    order by p.id
+    on conflict do nothing;
+end
+$$;
+
+-- Claims in one pass the partitions of locked cursors that need nothing but a read (the queue has
+-- no delay, window or ttl; the cursor no lease and no pending retry), i_cursors in claim order.
+-- Reads up to i_budget messages in all, each partition from its head in offset order, so every
+-- partition yields a prefix of its deliverable messages, and saves the cursors that delivered:
+-- leased to i_lease, or settled at once (autoAck), with their ready rows. Each statement reads an
+-- index range per cursor and writes a row per cursor, however many partitions are claimed.
+-- o_claimed: the partitions that delivered, in claim order; o_empty: the cursors that did not
+-- (the per-partition claim knows what to do with a head that found nothing).
+create or replace function regina._pop_claim_set(i_q regina.queues, i_cursors regina.cursors[],
+                                                 i_budget integer, i_auto boolean, i_lease uuid,
+                                                 i_now timestamptz,
+                                                 out o_messages json[], out o_claimed bigint[],
+                                                 out o_empty bigint[],
+                                                 out o_first_ages_ms double precision[])
+language plpgsql as $$
+declare
+    v_group text := i_cursors[1].consumer_group;
+    v_expires timestamptz := i_now + i_q.lease_time * interval '1 second';
+    v_partitions bigint[];
+    v_seqs bigint[];
+begin
+    -- The outer `limit` stops the nested loop once the budget is taken: later cursors are not read.
+    select coalesce(array_agg(x.message order by x.ord, x.seq), '{}'),
+           coalesce(array_agg(x.partition_id order by x.ord, x.seq), '{}'),
+           coalesce(array_agg(x.seq order by x.ord, x.seq), '{}'),
+           array_agg(x.first_age_ms order by x.ord, x.seq) filter (where x.first_age_ms is not null)
+    into o_messages, v_partitions, v_seqs, o_first_ages_ms
+    from (select c.ordinality as ord, c.partition_id, m.seq,
+                 case when m.for_group is null and m.seq > coalesce(c.lease_end_seq, -1)
+                      then greatest(date_part('epoch', i_now - m.created_at) * 1000, 0)
+                 end as first_age_ms,
+                 case when m.payload_key_id is null then o.message
+                      else regina._sealed_mark(o.message, m.payload_key_id) end as message
+          from unnest(i_cursors) with ordinality c
+          cross join lateral (select pp.uuid, pp.name from regina.partitions pp
+                              where pp.id = c.partition_id limit 1) p
+          cross join lateral (select h.*, row_number() over (order by h.seq) as rn
+                              from (select mm.* from regina.messages mm
+                                    where mm.partition_id = c.partition_id
+                                      and mm.seq >= c.next_seq and mm.seq <> all (c.marks)
+                                      and (mm.for_group is null or mm.for_group = c.consumer_group)
+                                    order by mm.seq
+                                    limit i_budget) h) m
+          cross join lateral (select json_build_object(
+                   'id', m.id, 'transactionId', m.transaction_id, 'traceId', m.trace_id,
+                   'data', m.payload, 'producerSub', m.producer_sub,
+                   'createdAt', regina._ts_us(m.created_at), 'partitionId', p.uuid,
+                   'partition', p.name, 'queue', i_q.name,
+                   'leaseId', coalesce(i_lease::text, ''), 'consumerGroup', c.consumer_group,
+                   'retryCount', case when m.rn = 1 then c.head_attempts else 0 end) as message) o
+          limit i_budget) x;
+
+    o_claimed := array(select d.partition_id from unnest(v_partitions) with ordinality d(partition_id, ord)
+                       group by d.partition_id order by min(d.ord));
+    o_empty := array(select c.partition_id from unnest(i_cursors) c
+                     where c.partition_id not in (select unnest(o_claimed)));
+    if cardinality(o_claimed) = 0 then
+        return;
+    end if;
+    if not i_auto then
+        update regina.cursors c
+        set lease_id = i_lease, lease_active = true, lease_expires_at = v_expires,
+            lease_end_seq = d.last_seq, lease_marks = '{}', last_claim_at = i_now
+        from (select x.partition_id, max(x.seq) as last_seq
+              from unnest(v_partitions, v_seqs) x(partition_id, seq) group by x.partition_id) d
+        where c.partition_id = d.partition_id and c.consumer_group = v_group;
+        update regina.ready r set eligible_at = v_expires
+        where r.partition_id = any (o_claimed) and r.consumer_group = v_group;
+        return;
+    end if;
+    update regina.cursors c
+    set next_seq = d.head, marks = regina._marks_from(c.marks, d.head), head_attempts = 0,
+        head_error = null, total_consumed = c.total_consumed + d.n,
+        batches_consumed = c.batches_consumed + 1, last_consumed_at = i_now, last_claim_at = i_now
+    from (select x.partition_id, count(*) as n,
+                 regina._advance(x.partition_id, max(x.seq) + 1,
+                                 (select cc.marks from regina.cursors cc
+                                  where cc.partition_id = x.partition_id
+                                    and cc.consumer_group = v_group),
+                                 v_group) as head
+          from unnest(v_partitions, v_seqs) x(partition_id, seq) group by x.partition_id) d
+    where c.partition_id = d.partition_id and c.consumer_group = v_group;
+    -- The ready rows as _ready_sync leaves them: claimable now (at the back of the line), or
+    -- deleted when the head reached the partition's end, under the partition's share lock.
+    with drained as (
+        select p.id from regina.cursors c
+        join regina.partitions p on p.id = c.partition_id
+        where c.partition_id = any (o_claimed) and c.consumer_group = v_group
+          and p.next_seq <= c.next_seq
+        for share of p skip locked),
+    deleted as (
+        delete from regina.ready r using drained d
+        where r.partition_id = d.id and r.consumer_group = v_group
+        returning r.partition_id)
+    update regina.ready r set eligible_at = i_now
+    where r.partition_id = any (o_claimed) and r.consumer_group = v_group
+      and r.partition_id not in (select d.partition_id from deleted d);
+end
+$$;
+
+-- Claims up to i_slots partitions of a queue for a group, i_budget messages in all, from its ready
+-- rows that are claimable now, longest waiting first (starvation-free: a claimed partition that
+-- still has work goes to the back). Candidates come in rounds of the slots still free, their
+-- missing cursors are created together, and the cursors locked without waiting (`skip locked`:
+-- another consumer of the group holds that partition). Cursors that need only a read are claimed
+-- together (_pop_claim_set); the others (an expired lease to account, a delay, window or ttl)
+-- one by one (_pop_claim). The cost is an index range of the ready rows plus a few rows per
+-- candidate: partitions without work for the group cost nothing.
+create or replace function regina._pop_claim_many(i_q regina.queues, i_group text,
+                                                  i_budget integer, i_slots integer,
+                                                  i_auto boolean, i_lease uuid,
+                                                  i_start_at timestamptz, i_now timestamptz,
+                                                  out o_messages json[], out o_claimed bigint[],
+                                                  out o_event json, out o_wake timestamptz)
+language plpgsql as $$
+declare
+    v_plain boolean := i_q.window_buffer_seconds = 0 and i_q.ttl_seconds = 0
+                       and i_q.delayed_processing_seconds = 0;
+    v_after_at timestamptz := '-infinity';
+    v_after_id bigint := 0;
+    v_candidates bigint[];
+    v_eligible_ats timestamptz[];
+    v_cursors regina.cursors[];
+    v_plain_cursors regina.cursors[];
+    v_rest bigint[];
+    v_set record;
+    v_one record;
+    v_partition_id bigint;
+    v_p regina.partitions;
+    v_first_ages double precision[] := '{}';
+    v_expired bigint := 0;
+    v_leases_expired integer := 0;
+    v_dead_lettered integer := 0;
+begin
+    o_messages := '{}';
+    o_claimed := '{}';
+    while i_budget > 0 and cardinality(o_claimed) < i_slots loop
+        select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
+               coalesce(array_agg(r.eligible_at order by r.eligible_at, r.partition_id), '{}')
+        into v_candidates, v_eligible_ats
+        from (select rr.partition_id, rr.eligible_at from regina.ready rr
+              where rr.queue_id = i_q.id and rr.consumer_group = i_group
+                and rr.eligible_at <= i_now
+                and (rr.eligible_at, rr.partition_id) > (v_after_at, v_after_id)
+              order by rr.eligible_at, rr.partition_id
+              limit least(i_slots - cardinality(o_claimed), i_budget)) r;
+        exit when cardinality(v_candidates) = 0;
+        v_after_at := v_eligible_ats[cardinality(v_eligible_ats)];
+        v_after_id := v_candidates[cardinality(v_candidates)];
+        perform regina._cursors_create(i_q.id, i_group, v_candidates, i_start_at);
+        select coalesce(array_agg(c.cursor order by k.ord), '{}') into v_cursors
+        from unnest(v_candidates) with ordinality k(partition_id, ord)
+        cross join lateral (select cc as cursor from regina.cursors cc
+                            where cc.partition_id = k.partition_id and cc.consumer_group = i_group
+                            for update skip locked) c;
+
+        v_rest := array(select c.partition_id from unnest(v_cursors) c
+                        where not v_plain or c.lease_active or c.retry_after > i_now);
+        v_plain_cursors := array(select c from unnest(v_cursors) c
+                                 where v_plain and not c.lease_active
+                                   and not coalesce(c.retry_after > i_now, false));
+        if cardinality(v_plain_cursors) > 0 then
+            select * into v_set
+            from regina._pop_claim_set(i_q, v_plain_cursors, i_budget, i_auto, i_lease, i_now);
+                o_messages := o_messages || v_set.o_messages;
+                o_claimed := o_claimed || v_set.o_claimed;
+                i_budget := i_budget - cardinality(v_set.o_messages);
+                v_first_ages := v_first_ages || v_set.o_first_ages_ms;
+                v_rest := v_rest || v_set.o_empty;
+        end if;
+
+        foreach v_partition_id in array v_rest loop
+            exit when i_budget <= 0 or cardinality(o_claimed) >= i_slots;
+            select * into v_p from regina.partitions p where p.id = v_partition_id;
+            continue when not found;
+            v_one := regina._pop_claim(i_q, v_p, i_group, i_budget, i_auto, i_lease, i_start_at,
+                                       i_now);
+            v_expired := v_expired + v_one.o_expired;
+            v_leases_expired := v_leases_expired + v_one.o_lease_expired::integer;
+            v_dead_lettered := v_dead_lettered + v_one.o_dead_lettered::integer;
+            if v_one.o_messages is not null then
+                o_messages := o_messages || v_one.o_messages;
+                o_claimed := o_claimed || v_partition_id;
+                i_budget := i_budget - cardinality(v_one.o_messages);
+                v_first_ages := v_first_ages || v_one.o_first_ages_ms;
+            else
+                o_wake := least(o_wake, v_one.o_wake);
+            end if;
+        end loop;
+    end loop;
+    if cardinality(o_messages) > 0 or v_expired > 0 or v_leases_expired > 0 then
+        o_event := json_build_object(
+            'queue', i_q.name, 'delivered', cardinality(o_messages),
+            'firstAgesMs', case when cardinality(v_first_ages) > 0 then v_first_ages end,
+            'expired', v_expired, 'leasesExpired', v_leases_expired,
+            'deadLettered', v_dead_lettered);
+    end if;
+end
 $$;
 
 -- One pop request: claims up to `partitions` partitions, `batch` messages in all. o_events: per
@@ -381,6 +592,7 @@ declare
     v_p regina.partitions;
     v_start timestamptz;
     v_res record;
+    v_many record;
     v_messages json[] := '{}';
     v_events json[] := '{}';
     v_first regina.partitions;
@@ -413,38 +625,48 @@ begin
     foreach v_queue_id in array v_queues loop
         select * into v_q from regina.queues q where q.id = v_queue_id;
         v_start := regina._subscription_start(v_q.id, v_group, i_req, i_now);
-        if v_single is not null and not exists (
-                select 1 from regina.partitions p where p.queue_id = v_q.id and p.name = v_single) then
+        if v_single is null then
+            v_many := regina._pop_claim_many(v_q, v_group, v_budget, v_slots - v_claimed, v_auto,
+                                             v_lease, v_start, i_now);
+            if v_many.o_event is not null then
+                v_events := v_events || v_many.o_event;
+            end if;
+            v_wake := least(v_wake, v_many.o_wake);
+            if cardinality(v_many.o_claimed) > 0 then
+                if v_claimed = 0 then
+                    select * into v_first from regina.partitions p
+                    where p.id = v_many.o_claimed[1];
+                    v_first_queue := v_q.name;
+                end if;
+                v_messages := v_messages || v_many.o_messages;
+                v_budget := v_budget - cardinality(v_many.o_messages);
+                v_claimed := v_claimed + cardinality(v_many.o_claimed);
+                exit queues when v_budget <= 0 or v_claimed >= v_slots;
+            end if;
+            continue queues;
+        end if;
+        select * into v_p from regina.partitions p where p.queue_id = v_q.id and p.name = v_single;
+        if not found then
             o_result := json_build_object('empty', 'partition_not_found', 'wakeAt', null);
             return;
         end if;
-        for v_p in
-            select c.* from regina._pop_candidates(v_q.id, v_group, i_now) c where v_single is null
-            union all
-            select p.* from regina.partitions p where p.queue_id = v_q.id and p.name = v_single
-        loop
-            v_res := regina._pop_claim(v_q, v_p, v_group, v_budget, v_auto, v_lease, v_start, i_now);
-            if v_res.o_messages is not null or v_res.o_expired > 0 or v_res.o_lease_expired then
-                v_events := v_events || json_build_object(
-                    'queue', v_q.name, 'delivered', coalesce(cardinality(v_res.o_messages), 0),
-                    'firstAgesMs', v_res.o_first_ages_ms, 'expired', v_res.o_expired,
-                    'leasesExpired', v_res.o_lease_expired::integer,
-                    'deadLettered', v_res.o_dead_lettered::integer);
-            end if;
-            if v_res.o_messages is not null then
-                v_messages := v_messages || v_res.o_messages;
-                v_budget := v_budget - cardinality(v_res.o_messages);
-                v_claimed := v_claimed + 1;
-                if v_claimed = 1 then
-                    v_first := v_p;
-                    v_first_queue := v_q.name;
-                end if;
-                exit queues when v_budget <= 0 or v_claimed >= v_slots;
-            else
-                v_reason := case when v_single is not null then v_res.o_reason else 'empty' end;
-                v_wake := least(v_wake, v_res.o_wake);
-            end if;
-        end loop;
+        v_res := regina._pop_claim(v_q, v_p, v_group, v_budget, v_auto, v_lease, v_start, i_now);
+        if v_res.o_messages is not null or v_res.o_expired > 0 or v_res.o_lease_expired then
+            v_events := v_events || json_build_object(
+                'queue', v_q.name, 'delivered', coalesce(cardinality(v_res.o_messages), 0),
+                'firstAgesMs', v_res.o_first_ages_ms, 'expired', v_res.o_expired,
+                'leasesExpired', v_res.o_lease_expired::integer,
+                'deadLettered', v_res.o_dead_lettered::integer);
+        end if;
+        if v_res.o_messages is not null then
+            v_messages := v_res.o_messages;
+            v_claimed := 1;
+            v_first := v_p;
+            v_first_queue := v_q.name;
+        else
+            v_reason := v_res.o_reason;
+            v_wake := v_res.o_wake;
+        end if;
     end loop;
 
     if cardinality(v_events) > 0 then
@@ -474,8 +696,8 @@ $$;
 select regina._drop_outdated('regina.pop(jsonb, timestamptz)', 'events');
 create or replace function regina.pop(i_reqs jsonb, i_now timestamptz default null)
 returns table (idx integer, result json, events json)
--- Generic plans, as for regina.push.
-language plpgsql set plan_cache_mode = force_generic_plan as $$
+-- Generic plans without sequential scans, as for regina.push.
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_req jsonb;

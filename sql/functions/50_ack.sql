@@ -146,97 +146,170 @@ begin
 end
 $$;
 
+-- Settles, in one step, a run of `completed` items of one (partition, group) against its locked
+-- cursor when every item names a distinct message of the active lease's delivered range that is
+-- still unsettled (the shape of an ack/batch after a pop): the head moves once over everything
+-- settled, instead of once per item. Null when the run has another shape: then each item is
+-- decided on its own (_ack_apply), with the same outcome.
+create or replace function regina._ack_settle_run(i_c regina.cursors, i_items regina.ack_item[],
+                                                  i_now timestamptz)
+returns regina.cursors
+language plpgsql as $$
+declare
+    v_c regina.cursors := i_c;
+    v_seqs bigint[];
+begin
+    if not i_c.lease_active or i_c.lease_expires_at <= i_now then
+        return null;
+    end if;
+    select array_agg(x.seq order by x.seq) into v_seqs from unnest(i_items) x
+    having bool_and(x.status = 'completed' and x.seq >= i_c.next_seq and x.seq <= i_c.lease_end_seq
+                    and (x.lease_text is null or x.lease_id = i_c.lease_id)
+                    and not x.group_mismatch)
+       and count(distinct x.seq) = count(*)
+       and not bool_or(x.seq = any (i_c.marks) or x.seq = any (i_c.lease_marks));
+    if v_seqs is null then
+        return null;
+    end if;
+    v_c.lease_marks := v_c.lease_marks || v_seqs;
+    v_c.next_seq := regina._advance(v_c.partition_id, v_c.next_seq, v_c.marks || v_c.lease_marks,
+                                   v_c.consumer_group);
+    if v_c.next_seq > i_c.next_seq then   -- the head was settled: its failed attempts are history
+        v_c.head_attempts := 0;
+        v_c.head_error := null;
+    end if;
+    v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
+    v_c.lease_marks := regina._marks_from(v_c.lease_marks, v_c.next_seq);
+    v_c.total_consumed := v_c.total_consumed + cardinality(v_seqs);
+    v_c.last_consumed_at := i_now;
+    if v_c.next_seq > v_c.lease_end_seq then
+        v_c.lease_active := false;
+        v_c.last_lease_id := v_c.lease_id;
+        v_c.lease_marks := '{}';
+        v_c.batches_consumed := v_c.batches_consumed + 1;
+    end if;
+    return v_c;
+end
+$$;
+
 -- One row per item: its wire result, the waiters to wake, and for the broker's metrics the
 -- item's queue, the status it applied (null when it failed), the dead letters it caused (an
 -- expired lease accounted here, a `failed` past retryLimit, a `dlq`; whether or not the queue
 -- keeps an entry) and whether it accounted an expired lease.
+--
+-- Items run per (partition, group), cursors locked in that order; a run shaped like an ack/batch
+-- after a pop is settled in one step (_ack_settle_run), any other item on its own. Outcomes are
+-- kept in arrays indexed by item and turned into rows once at the end.
 select regina._drop_outdated('regina.ack(jsonb, timestamptz)', 'leases_expired');
 create or replace function regina.ack(i_acks jsonb, i_now timestamptz default null)
 returns table (idx integer, result jsonb, wake_queue text, wake_group text, queue_name text,
                acked text, dead_lettered integer, leases_expired integer)
--- Generic plans, as for regina.push.
-language plpgsql set plan_cache_mode = force_generic_plan as $$
+-- Generic plans without sequential scans, as for regina.push.
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_items regina.ack_item[] := array(select a from regina._ack_items(i_acks) a);
     v_item regina.ack_item;
+    v_run record;
     v_c regina.cursors;
+    v_settled regina.cursors;
     v_q regina.queues;
-    v_key text;
     v_applied record;
     v_active boolean;
     v_head bigint;
-    v_results jsonb[] := '{}';
-    v_woken text[] := '{}';   -- per item: the group whose waiters should retry, if any
-    v_acked text[] := '{}';   -- per item: the status applied
-    v_dead integer[] := '{}'; -- per item: dead letters caused
+    v_last integer;
+    v_codes text[] := '{}';      -- per item: the error code (null: success)
+    v_released boolean[] := '{}';
+    v_dlq boolean[] := '{}';
+    v_woken text[] := '{}';      -- per item: the group whose waiters should retry, if any
+    v_acked text[] := '{}';      -- per item: the status applied
+    v_dead integer[] := '{}';    -- per item: dead letters caused
     v_expired integer[] := '{}'; -- per item: expired leases accounted
 begin
-    for v_item in select * from regina._ack_items(i_acks) a
-                  order by a.partition_id nulls first, a.consumer_group, a.seq, a.idx
-    loop
+    foreach v_item in array v_items loop
         if v_item.seq is null then
             -- A lease that is not active fails the ack whatever it names: a queue clear or delete
             -- removes the messages of the leases it ends, and their acks answer lease_expired.
-            v_results[v_item.idx + 1] := regina._ack_result(v_item,
+            v_codes[v_item.idx + 1] :=
                 case when v_item.lease_text is not null and not exists (
                          select 1 from regina.cursors c
                          where c.lease_id = v_item.lease_id and c.lease_active
                            and c.lease_expires_at > v_now)
-                     then 'lease_expired' else 'message_not_found' end,
-                false, false);
-            continue;
+                     then 'lease_expired' else 'message_not_found' end;
         elsif v_item.group_mismatch then
-            v_results[v_item.idx + 1] := regina._ack_result(v_item, 'group_mismatch', false, false);
-            continue;
-        end if;
-        if v_key is distinct from v_item.partition_id || '/' || v_item.consumer_group then
-            if v_c.partition_id is not null then
-                perform regina._cursor_save(v_c, v_now);
-            end if;
-            v_key := v_item.partition_id || '/' || v_item.consumer_group;
-            select * into v_q from regina.queues q where q.id = v_item.queue_id;
-            select * into v_c from regina.cursors c
-            where c.partition_id = v_item.partition_id and c.consumer_group = v_item.consumer_group
-            for update;
-            if v_c.lease_active and v_c.lease_expires_at <= v_now then
-                v_head := v_c.next_seq;
-                v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
-                v_woken[v_item.idx + 1] := v_c.consumer_group;
-                v_expired[v_item.idx + 1] := 1;
-                v_dead[v_item.idx + 1] := (v_c.next_seq > v_head)::integer;
-            end if;
-        end if;
-        if v_c.partition_id is null then
-            v_results[v_item.idx + 1] := regina._ack_result(v_item,
-                case when v_item.lease_text is null then 'not_leased' else 'lease_expired' end,
-                false, false);
-            continue;
-        end if;
-        v_active := v_c.lease_active;
-        v_head := v_c.next_seq;
-        select * into v_applied from regina._ack_apply(v_c, v_item, v_q, v_now);
-        v_c := v_applied.io_c;
-        v_results[v_item.idx + 1] := regina._ack_result(v_item, v_applied.o_code,
-                                                        v_applied.o_released, v_applied.o_dlq);
-        if v_active and not v_c.lease_active then
-            v_woken[v_item.idx + 1] := v_c.consumer_group;
-        end if;
-        if v_applied.o_code is null then
-            v_acked[v_item.idx + 1] := v_item.status;
-            -- A `dlq` always dead-letters; a `failed` does when it moved the head past it.
-            if v_item.status = 'dlq' or (v_item.status = 'failed' and v_c.next_seq > v_head) then
-                v_dead[v_item.idx + 1] := coalesce(v_dead[v_item.idx + 1], 0) + 1;
-            end if;
+            v_codes[v_item.idx + 1] := 'group_mismatch';
         end if;
     end loop;
-    if v_c.partition_id is not null then
+
+    for v_run in
+        select a.partition_id, a.consumer_group, a.queue_id,
+               array_agg(a order by a.seq, a.idx) as items
+        from unnest(v_items) a
+        where a.seq is not null and not a.group_mismatch
+        group by a.partition_id, a.consumer_group, a.queue_id
+        order by a.partition_id, a.consumer_group
+    loop
+        v_last := (v_run.items[cardinality(v_run.items)]).idx + 1;
+        select * into v_q from regina.queues q where q.id = v_run.queue_id;
+        select * into v_c from regina.cursors c
+        where c.partition_id = v_run.partition_id and c.consumer_group = v_run.consumer_group
+        for update;
+        if not found then
+            foreach v_item in array v_run.items loop
+                v_codes[v_item.idx + 1] :=
+                    case when v_item.lease_text is null then 'not_leased' else 'lease_expired' end;
+            end loop;
+            continue;
+        end if;
+        if v_c.lease_active and v_c.lease_expires_at <= v_now then
+            v_head := v_c.next_seq;
+            v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
+            v_woken[(v_run.items[1]).idx + 1] := v_c.consumer_group;
+            v_expired[(v_run.items[1]).idx + 1] := 1;
+            v_dead[(v_run.items[1]).idx + 1] := (v_c.next_seq > v_head)::integer;
+        end if;
+        v_settled := regina._ack_settle_run(v_c, v_run.items, v_now);
+        if v_settled.partition_id is not null then
+            v_c := v_settled;
+            foreach v_item in array v_run.items loop
+                v_acked[v_item.idx + 1] := 'completed';
+            end loop;
+            if not v_c.lease_active then
+                v_released[v_last] := true;
+                v_woken[v_last] := v_c.consumer_group;
+            end if;
+        else
+            foreach v_item in array v_run.items loop
+                v_active := v_c.lease_active;
+                v_head := v_c.next_seq;
+                select * into v_applied from regina._ack_apply(v_c, v_item, v_q, v_now);
+                v_c := v_applied.io_c;
+                v_codes[v_item.idx + 1] := v_applied.o_code;
+                v_released[v_item.idx + 1] := v_applied.o_released;
+                v_dlq[v_item.idx + 1] := v_applied.o_dlq;
+                if v_active and not v_c.lease_active then
+                    v_woken[v_item.idx + 1] := v_c.consumer_group;
+                end if;
+                if v_applied.o_code is null then
+                    v_acked[v_item.idx + 1] := v_item.status;
+                    -- A `dlq` always dead-letters; a `failed` does when it moved the head past it.
+                    if v_item.status = 'dlq' or (v_item.status = 'failed' and v_c.next_seq > v_head) then
+                        v_dead[v_item.idx + 1] := coalesce(v_dead[v_item.idx + 1], 0) + 1;
+                    end if;
+                end if;
+            end loop;
+        end if;
         perform regina._cursor_save(v_c, v_now);
-    end if;
+    end loop;
 
     return query
-    select (r.o - 1)::integer, r.v,
-           case when v_woken[r.o] is not null then r.v ->> 'queueName' end, v_woken[r.o],
-           r.v ->> 'queueName', v_acked[r.o], coalesce(v_dead[r.o], 0), coalesce(v_expired[r.o], 0)
-    from unnest(v_results) with ordinality r(v, o);
+    select a.idx, regina._ack_result(a, v_codes[a.idx + 1],
+                                     coalesce(v_released[a.idx + 1], false),
+                                     coalesce(v_dlq[a.idx + 1], false)),
+           case when v_woken[a.idx + 1] is not null then a.queue_name end, v_woken[a.idx + 1],
+           a.queue_name, v_acked[a.idx + 1], coalesce(v_dead[a.idx + 1], 0),
+           coalesce(v_expired[a.idx + 1], 0)
+    from unnest(v_items) a
+    order by a.idx;
 end
 $$;

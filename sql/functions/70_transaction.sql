@@ -57,15 +57,18 @@ $$;
 -- The ack operations of a transaction (their `ack` objects, in order), each with its consumer
 -- group resolved once, before any lock (§4.5): the group decides which cursor is locked.
 create or replace function regina._transaction_acks(i_ops jsonb) returns jsonb
-language sql stable as $$
-    select coalesce(jsonb_agg(x.ack || jsonb_build_object('consumerGroup', a.consumer_group)
-                              order by x.ord), '[]')
-    from (select o.op -> 'ack' as ack, row_number() over (order by o.ord) as ord
-          from jsonb_array_elements(i_ops) with ordinality o(op, ord)
-          where o.op ->> 'type' = 'ack') x
-    join regina._ack_items((select coalesce(jsonb_agg(o.op -> 'ack' order by o.ord), '[]')
-                            from jsonb_array_elements(i_ops) with ordinality o(op, ord)
-                            where o.op ->> 'type' = 'ack')) a on a.idx = x.ord - 1
+language plpgsql stable as $$
+declare
+    v_acks jsonb := (select coalesce(jsonb_agg(o.op -> 'ack' order by o.ord), '[]')
+                     from jsonb_array_elements(i_ops) with ordinality o(op, ord)
+                     where o.op ->> 'type' = 'ack');
+begin
+    -- Each resolved item finds its ack by position (`->` on a jsonb array is a direct lookup).
+    return (select coalesce(jsonb_agg((v_acks -> a.idx)
+                                      || jsonb_build_object('consumerGroup', a.consumer_group)
+                                      order by a.idx), '[]')
+            from regina._ack_items(v_acks) a);
+end
 $$;
 
 -- Takes the locks of steps 1–3 (see the top of this file).
@@ -75,11 +78,15 @@ declare
     v_items jsonb;
     v_pushed regina.push_item[];
 begin
-    perform 1 from regina.cursors c
-    join regina._ack_items(i_acks) a
-      on a.partition_id = c.partition_id and a.consumer_group = c.consumer_group
-    order by c.partition_id, c.consumer_group
-    for update of c;
+    -- One keyed lock per (partition, group), taken in the sorted order of the subquery.
+    perform 1
+    from (select distinct a.partition_id, a.consumer_group from regina._ack_items(i_acks) a
+          where a.partition_id is not null
+          order by a.partition_id, a.consumer_group) k
+    cross join lateral (select 1 from regina.cursors c
+                        where c.partition_id = k.partition_id
+                          and c.consumer_group = k.consumer_group
+                        for update) c;
 
     select coalesce(jsonb_agg(t.item order by o.ord, t.ord), '[]') into v_items
     from jsonb_array_elements(i_ops) with ordinality o(op, ord)
@@ -100,14 +107,16 @@ create or replace function regina.transaction(i_ops jsonb, i_payloads json defau
                                               i_now timestamptz default null)
 returns table (idx integer, result jsonb, wake_queue text, wake_group text, queue_name text,
                acked text, dead_lettered integer, leases_expired integer)
-language plpgsql as $$
+-- Generic plans without sequential scans, as for regina.push.
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_acks jsonb := regina._transaction_acks(i_ops);
     v_op jsonb;
+    v_ord bigint;
     v_acked integer := 0;   -- ack operations applied so far
-    v_stored integer := 0;  -- pushed items applied so far: their payloads come first
-    v_count integer;
+    v_payloads json;
+    v_op_payloads json[] := '{}';  -- per operation: the payloads of its pushed items
     v_row record;
     v_results jsonb[] := '{}';
     v_wake_queues text[] := '{}';  -- per result: waiters to wake when an ack ended a lease
@@ -118,8 +127,26 @@ declare
     v_expired integer[] := '{}';
 begin
     perform regina._transaction_lock(v_acks, i_ops);
+    -- The payloads come as one array, the items of the push operations in order: each goes to its
+    -- operation in one pass (an array filled element by element is read in constant time).
+    if i_payloads is not null then
+        for v_ord, v_payloads in
+            select x.op_ord, json_agg(x.payload order by x.n)
+            from rows from (json_array_elements(i_payloads),
+                            unnest(array(select o.ord
+                                         from jsonb_array_elements(i_ops) with ordinality o(op, ord)
+                                         cross join lateral jsonb_array_elements(o.op -> 'items')
+                                                            with ordinality t(item, ord)
+                                         where o.op ->> 'type' = 'push'
+                                         order by o.ord, t.ord)))
+                 with ordinality x(payload, op_ord, n)
+            group by x.op_ord
+        loop
+            v_op_payloads[v_ord] := v_payloads;
+        end loop;
+    end if;
 
-    for v_op in select e from jsonb_array_elements(i_ops) with ordinality t(e, o) order by o loop
+    for v_op, v_ord in select t.e, t.o from jsonb_array_elements(i_ops) with ordinality t(e, o) loop
         if v_op ->> 'type' = 'ack' then
             select * into v_row from regina.ack(jsonb_build_array(v_acks -> v_acked), v_now);
             v_acked := v_acked + 1;
@@ -135,15 +162,9 @@ begin
             end if;
             continue;
         end if;
-        v_count := jsonb_array_length(v_op -> 'items');
-        continue when v_count = 0;
+        continue when jsonb_array_length(v_op -> 'items') = 0;
         for v_row in
-            select * from regina.push(
-                v_op -> 'items',
-                (select json_agg(p.e order by p.o) from json_array_elements(i_payloads)
-                                                        with ordinality p(e, o)
-                 where p.o > v_stored and p.o <= v_stored + v_count),
-                false, v_now) r
+            select * from regina.push(v_op -> 'items', v_op_payloads[v_ord], false, v_now) r
             order by r.idx
         loop
             v_results := v_results || regina._transaction_push_result(v_row.result);
@@ -157,7 +178,6 @@ begin
                 perform regina._transaction_abort('PUSH', v_row.result, v_results);
             end if;
         end loop;
-        v_stored := v_stored + v_count;
     end loop;
 
     return query

@@ -120,47 +120,51 @@ begin
 end
 $$;
 
--- The items of one push call that must not be stored, with the reason: `encryption_required`
--- for a new message in plaintext to a queue that encrypts (the broker encrypts and pushes it
--- again), `queue_full` past maxSize for the queues in i_capped. New messages of a capped queue
--- are admitted in item order while the depth stays below maxSize, so the admitted ones form a
--- prefix. Duplicates (of stored messages or of admitted items) are never refused; a later item
--- with the key of a refused one is refused with it.
+-- The items of one push call that must not be stored, as a code per item position (index idx + 1,
+-- 0: stored as usual): 2 (`encryption_required`) for a new message in plaintext to a queue that
+-- encrypts (the broker encrypts and pushes it again), 1 (`queue_full`) past maxSize for the
+-- queues in i_capped. New messages of a capped queue are admitted in item order while the depth
+-- stays below maxSize, so the admitted ones form a prefix. Only the first item of a key gets a
+-- code: duplicates (of stored messages or of admitted items) are never refused, and regina.push
+-- refuses a later item with the key of a refused one with it. Linear in the items: one sort, an
+-- index probe per key, and a lookup of the room left per item among the few capped queues.
+select regina._drop_outdated('regina._push_refusals(regina.push_item[], bigint[], timestamptz)',
+                             'smallint');
 create or replace function regina._push_refusals(i_items regina.push_item[], i_capped bigint[],
-                                                 i_now timestamptz,
-                                                 out o_idx integer[], out o_code text[])
+                                                 i_now timestamptz)
+returns smallint[]
 language plpgsql as $$
+declare
+    v_codes smallint[] := array_fill(0::smallint, array[cardinality(i_items)]);
+    v_rooms bigint[] := array(select q.max_size - regina.queue_depth(q.id, i_now)
+                              from unnest(i_capped) with ordinality c(id, ord)
+                              join regina.queues q on q.id = c.id
+                              order by c.ord);
+    v_idx integer;
+    v_code smallint;
 begin
-    with items as (select * from unnest(i_items)),
-    firsts as (
-        select distinct on (i.partition_id, i.transaction_id) i.*
-        from items i order by i.partition_id, i.transaction_id, i.idx),
-    fresh as (
-        select f.* from firsts f
-        where not exists (select 1 from regina.messages m
-                          where m.partition_id = f.partition_id
-                            and m.transaction_id = f.transaction_id)),
-    plain as (   -- plaintext for a queue that encrypts
-        select f.idx from fresh f where f.encrypting and f.payload_key_id is null),
-    ranked as (
-        select f.idx, f.queue_id,
-               row_number() over (partition by f.queue_id order by f.idx) as rank
-        from fresh f
-        where f.queue_id = any (i_capped) and not exists (select 1 from plain p where p.idx = f.idx)),
-    room as (
-        select q.id, q.max_size - regina.queue_depth(q.id, i_now) as room
-        from regina.queues q where q.id = any (i_capped)),
-    refused as (
-        select p.idx, 'encryption_required' as code from plain p
-        union all
-        select r.idx, 'queue_full' from ranked r join room on room.id = r.queue_id
-        where r.rank > room.room)
-    select array_agg(i.idx order by i.idx), array_agg(rf.code order by i.idx)
-    into o_idx, o_code
-    from items i
-    join firsts f on f.partition_id = i.partition_id and f.transaction_id = i.transaction_id
-    join refused rf on rf.idx = f.idx;
-    o_idx := coalesce(o_idx, '{}');
-    o_code := coalesce(o_code, '{}');
+    for v_idx, v_code in
+        select r.idx, r.code
+        from (select f.idx,
+                     case when f.encrypting and f.payload_key_id is null then 2::smallint
+                          when f.queue_id = any (i_capped)
+                               and row_number() over (partition by f.queue_id,
+                                                      f.encrypting and f.payload_key_id is null
+                                                      order by f.idx)
+                                   > v_rooms[array_position(i_capped, f.queue_id)]
+                              then 1::smallint
+                     end as code
+              from (select distinct on (i.partition_id, i.transaction_id) i.*
+                    from unnest(i_items) i
+                    order by i.partition_id, i.transaction_id, i.idx) f
+              where not exists (select 1 from regina.messages m
+                                where m.partition_id = f.partition_id
+                                  and m.transaction_id = f.transaction_id
+                                  and m.for_group is null)) r
+        where r.code is not null
+    loop
+        v_codes[v_idx + 1] := v_code;
+    end loop;
+    return v_codes;
 end
 $$;

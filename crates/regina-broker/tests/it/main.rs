@@ -34,6 +34,7 @@ mod multi_instance;
 mod options;
 mod ordering;
 mod outage;
+mod plans;
 mod pop;
 mod prometheus;
 mod push;

@@ -1,0 +1,101 @@
+//! Every batch-shaped SQL function does work linear in its input, whatever the spread over
+//! partitions: each one runs at two sizes, and the rows each plan node handled (read through
+//! `auto_explain`, nested statements included) must stay within a small multiple of the input.
+//! A quadratic plan — a nested loop over two item-sized sets, a scan of a whole table per item —
+//! handles millions of rows at the large size and fails here, deterministically: row counts do
+//! not depend on the machine's speed.
+
+mod probe;
+mod scenarios;
+
+use probe::{CallWork, PlanProbe};
+use regina_testkit::TestBroker;
+
+/// Input rows of the small and the large call. The large call runs first, so the small one meets
+/// tables already holding more rows than it has: a plan that scans a table, not its input, fails.
+const SIZES: [usize; 2] = [4_000, 200];
+/// No node may handle more than this many rows per input row (plus [`NODE_ROWS_FIXED`]).
+const NODE_ROWS_PER_INPUT: f64 = 8.0;
+/// Rows any node may handle whatever the input (small lookup tables, catalog reads).
+const NODE_ROWS_FIXED: f64 = 200.0;
+/// The rows handled per input row by all nodes together may grow by at most this factor from the
+/// small to the large call (a linear function's ratio falls: its fixed cost is spread thinner).
+const TOTAL_GROWTH_MAX: f64 = 1.5;
+
+/// One batch-shaped call to measure.
+pub struct Scenario {
+    /// What it exercises.
+    pub name: &'static str,
+    /// Statements that set up the state for a call of `n` input rows on queue `queue` (not
+    /// measured).
+    pub setup: fn(queue: &str, n: usize) -> String,
+    /// The call to measure.
+    pub call: fn(queue: &str, n: usize) -> String,
+}
+
+/// Measures one scenario at both sizes on its own database and checks both bounds.
+async fn check(scenario: &Scenario) {
+    let broker = TestBroker::start_with(|config| {
+        // The leader's jobs would change the state between setup and call.
+        config.lease_sweep_interval_ms = 3_600_000;
+        config.stats_interval_ms = 3_600_000;
+    })
+    .await;
+    let database_url = broker.database_url.clone();
+    broker.shutdown().await;
+    let mut probe = PlanProbe::connect(&database_url).await;
+    let mut per_input = Vec::new();
+    for n in SIZES {
+        let queue = format!("plans-{n}");
+        probe.setup(&(scenario.setup)(&queue, n)).await;
+        probe.setup("analyze").await;
+        let work = probe.measure(&(scenario.call)(&queue, n)).await;
+        let busiest = work.busiest();
+        eprintln!(
+            "{} at {n}: {} statements, {:.1} rows per input row, busiest node {} rows: {}",
+            scenario.name,
+            work.statements,
+            work.total_rows() / n as f64,
+            busiest.rows,
+            busiest.label,
+        );
+        assert_bounded(scenario.name, n, &work);
+        per_input.push(work.total_rows() / n as f64);
+    }
+    let [large, small] = [per_input[0], per_input[1]];
+    assert!(
+        large <= small * TOTAL_GROWTH_MAX,
+        "{}: rows handled per input row grow with the input: {small:.1} at {} rows, \
+         {large:.1} at {} rows",
+        scenario.name,
+        SIZES[1],
+        SIZES[0],
+    );
+}
+
+#[track_caller]
+fn assert_bounded(name: &str, n: usize, work: &CallWork) {
+    assert!(work.statements > 0, "{name}: no statement was logged");
+    let busiest = work.busiest();
+    let bound = NODE_ROWS_PER_INPUT * n as f64 + NODE_ROWS_FIXED;
+    assert!(
+        busiest.rows <= bound,
+        "{name} at {n} input rows: a node handled {} rows (bound {bound}): {}",
+        busiest.rows,
+        busiest.label,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_work_is_linear_in_its_items() {
+    for scenario in scenarios::PUSH {
+        check(scenario).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pop_ack_and_transaction_work_is_linear_in_their_items() {
+    for scenario in scenarios::DELIVERY {
+        check(scenario).await;
+    }
+}

@@ -1,0 +1,223 @@
+//! The calls whose plans are measured: each builds its input with set-based SQL of the given
+//! size, spread over as many partitions as it has items (the shape that made plans quadratic).
+
+use super::Scenario;
+
+/// `n` push items for `queue`, item i to partition `p<i % partitions>`, transaction ids
+/// `<tag>-<i>`, as the JSON array `regina.push` takes.
+fn push_items(queue: &str, n: usize, partitions: usize, tag: &str) -> String {
+    format!(
+        "(select jsonb_agg(jsonb_build_object(
+             'queue', '{queue}', 'partition', 'p' || (i % {partitions}),
+             'transactionId', '{tag}-' || i, 'messageId', gen_random_uuid(),
+             'payload', jsonb_build_object('message', 'Hello World', 'n', i)) order by i)
+          from generate_series(0, {n} - 1) i)"
+    )
+}
+
+fn push_call(items: &str) -> String {
+    format!("select count(*) from regina.push({items})")
+}
+
+/// Two named groups subscribed to `queue`: every push also adds their ready rows.
+fn subscribe(queue: &str) -> String {
+    format!(
+        "insert into regina.subscriptions (queue_id, consumer_group, mode)
+         select q.id, g, 'all' from regina.queues q, unnest(array['g1', 'g2']) g
+         where q.name = '{queue}'"
+    )
+}
+
+/// The push scenarios. Capped queues are not among them: a push to a queue with `maxSize`
+/// counts the queue's depth, which visits every partition holding a backlog (ADR 0007), so its
+/// cost follows the queue, not the push.
+pub const PUSH: &[&Scenario] = &[
+    &Scenario {
+        name: "push creating every partition",
+        setup: |_, _| String::new(),
+        call: |queue, n| push_call(&push_items(queue, n, n, "new")),
+    },
+    &Scenario {
+        name: "push over existing partitions with subscribed groups",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                push_call(&push_items(queue, n, n, "first")),
+                subscribe(queue)
+            )
+        },
+        call: |queue, n| push_call(&push_items(queue, n, n, "second")),
+    },
+    &Scenario {
+        name: "push of duplicates (stored keys, and keys repeated in the batch)",
+        setup: |queue, n| push_call(&push_items(queue, n / 2, n, "dup")),
+        // Items 0 … n/2-1 repeat stored keys; the rest repeat keys of each other in pairs.
+        call: |queue, n| {
+            push_call(&format!(
+                "(select jsonb_agg(jsonb_build_object(
+                     'queue', '{queue}', 'partition', 'p' || k, 'transactionId', 'dup-' || k,
+                     'messageId', gen_random_uuid(), 'payload', k) order by i)
+                  from generate_series(0, {n} - 1) i,
+                       lateral (select case when i < {n} / 2 then i
+                                            else {n} / 2 + (i - {n} / 2) / 2 end as k) x)"
+            ))
+        },
+    },
+];
+
+/// The lease id of the pops of the call of size `n`.
+fn lease(n: usize) -> String {
+    format!("00000000-0000-4000-8000-{n:012}")
+}
+
+/// `queue` with its named group `g` subscribed, then `n` messages over `n` partitions: every
+/// partition holds one message, the shape where each delivered message is its own claim.
+fn spread_backlog(queue: &str, n: usize, options: &str) -> String {
+    format!(
+        "select regina.configure('{{\"queue\": \"{queue}\", \"options\": {options}}}');
+         insert into regina.subscriptions (queue_id, consumer_group, mode)
+         select q.id, 'g', 'all' from regina.queues q where q.name = '{queue}';
+         {}",
+        push_call(&push_items(queue, n, n, "m"))
+    )
+}
+
+/// A pop of group `g` on `queue`: `batch` messages over at most `partitions` partitions.
+fn pop_call(queue: &str, n: usize, batch: usize, partitions: usize, auto_ack: bool) -> String {
+    format!(
+        "select count(*) from regina.pop('[{{\"queue\": \"{queue}\", \"consumerGroup\": \"g\",
+             \"batch\": {batch}, \"partitions\": {partitions}, \"autoAck\": {auto_ack},
+             \"leaseId\": \"{}\"}}]')",
+        lease(n)
+    )
+}
+
+/// Acks (`status`) of every message delivered under the lease of size `n`, as `regina.ack`
+/// takes them.
+fn lease_acks(n: usize, status: &str) -> String {
+    format!(
+        "(select jsonb_agg(jsonb_build_object('transactionId', m.transaction_id,
+             'partitionId', p.uuid, 'leaseId', c.lease_id, 'status', '{status}'))
+          from regina.cursors c
+          join regina.partitions p on p.id = c.partition_id
+          join regina.messages m on m.partition_id = c.partition_id
+                                and m.seq between c.next_seq and c.lease_end_seq
+          where c.lease_id = '{}' and c.lease_active)",
+        lease(n)
+    )
+}
+
+/// The pop, ack, transaction and lease scenarios.
+pub const DELIVERY: &[&Scenario] = &[
+    &Scenario {
+        name: "pop claiming one message from each of n partitions",
+        setup: |queue, n| spread_backlog(queue, n, "{}"),
+        call: |queue, n| pop_call(queue, n, n, n, false),
+    },
+    &Scenario {
+        name: "pop with autoAck draining n partitions",
+        setup: |queue, n| spread_backlog(queue, n, "{}"),
+        call: |queue, n| pop_call(queue, n, n, n, true),
+    },
+    &Scenario {
+        name: "pop of n messages from one partition",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                spread_backlog(queue, 1, "{}"),
+                push_call(&push_items(queue, n, 1, "deep"))
+            )
+        },
+        call: |queue, n| pop_call(queue, n, n, 1, false),
+    },
+    &Scenario {
+        name: "ack/batch of one message on each of n leased partitions",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                spread_backlog(queue, n, "{}"),
+                pop_call(queue, n, n, n, false)
+            )
+        },
+        call: |_, n| {
+            format!(
+                "select count(*) from regina.ack({})",
+                lease_acks(n, "completed")
+            )
+        },
+    },
+    &Scenario {
+        name: "ack/batch of n messages of one lease",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; {}",
+                spread_backlog(queue, 1, "{}"),
+                push_call(&push_items(queue, n, 1, "deep")),
+                pop_call(queue, n, n + 1, 1, false)
+            )
+        },
+        call: |_, n| {
+            format!(
+                "select count(*) from regina.ack({})",
+                lease_acks(n, "completed")
+            )
+        },
+    },
+    &Scenario {
+        name: "ack/batch failing n leases (retries and dead letters)",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                spread_backlog(queue, n, "{\"retryLimit\": 0}"),
+                pop_call(queue, n, n, n, false)
+            )
+        },
+        call: |_, n| {
+            format!(
+                "select count(*) from regina.ack({})",
+                lease_acks(n, "failed")
+            )
+        },
+    },
+    &Scenario {
+        name: "transaction acking n/2 leased messages and pushing n/2 single-item operations",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                spread_backlog(queue, n / 2, "{}"),
+                pop_call(queue, n, n / 2, n / 2, false)
+            )
+        },
+        call: |queue, n| {
+            format!(
+                "select count(*) from regina.transaction((
+                     select jsonb_agg(o.op order by o.ord) from (
+                         select jsonb_build_object('type', 'ack', 'ack', a.ack) as op, a.ord
+                         from jsonb_array_elements({}) with ordinality a(ack, ord)
+                         union all
+                         select jsonb_build_object('type', 'push', 'items', jsonb_build_array(
+                                    jsonb_build_object('queue', '{queue}-out',
+                                        'partition', 'p' || i, 'transactionId', 'out-' || i,
+                                        'messageId', gen_random_uuid(), 'payload', i))),
+                                {n} + i
+                         from generate_series(0, {n} / 2 - 1) i) o))",
+                lease_acks(n, "completed")
+            )
+        },
+    },
+    &Scenario {
+        name: "lease sweep accounting n expired leases",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                spread_backlog(queue, n, "{}"),
+                pop_call(queue, n, n, n, false)
+            )
+        },
+        call: |_, n| {
+            format!(
+                "select count(*) from regina.lease_sweep({n}, clock_timestamp() + interval '1 day')"
+            )
+        },
+    },
+];
