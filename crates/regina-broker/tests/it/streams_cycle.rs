@@ -430,6 +430,12 @@ async fn refusals_carry_their_codes() {
             "NUL",
         ),
         (
+            json!({"query_id": id, "partition_id": partition_id,
+                   "state_ops": [{"type": "upsert", "key": "a", "value": "nul\u{0}"}]}),
+            "validation_failed",
+            "Invalid value",
+        ),
+        (
             json!({"query_id": id, "partition_id": partition_id, "ack": {"leaseId": "x"}}),
             "validation_failed",
             "ack.transactionId is required",
