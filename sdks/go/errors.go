@@ -31,6 +31,8 @@ const (
 	CodeAlreadySettled        = "already_settled"
 	CodeGroupMismatch         = "group_mismatch"
 	CodeMessageLeased         = "message_leased"
+	CodeQueryNotFound         = "query_not_found"
+	CodeConfigHashMismatch    = "config_hash_mismatch"
 	CodeEncryptionUnavailable = "encryption_unavailable"
 	CodeBodyTooLarge          = "body_too_large"
 	CodeQueueFull             = "queue_full"

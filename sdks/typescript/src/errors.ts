@@ -29,6 +29,8 @@ export const ERROR_CODES = [
   "already_settled",
   "group_mismatch",
   "message_leased",
+  "query_not_found",
+  "config_hash_mismatch",
   "encryption_unavailable",
   "body_too_large",
   "queue_full",
