@@ -40,6 +40,8 @@ export const ERROR_CODES = [
   "not_implemented",
   "decryption_failed",
   "internal",
+  "query_not_found",
+  "config_hash_mismatch",
 ] as const;
 
 /** A code of the registry. The client also uses `http_error` for a failure without a JSON body. */
