@@ -66,6 +66,8 @@ export interface StreamMetrics {
   queryId: string;
   /** The query's name. */
   name: string;
+  /** Pops answered (empty ones included). */
+  popsTotal: number;
   /** Cycles that settled source messages. */
   cyclesTotal: number;
   /** Ack-less cycles of the idle flush. */
@@ -123,6 +125,7 @@ export class StreamRun {
     this.counters = {
       queryId: registration.queryId,
       name: registration.name,
+      popsTotal: 0,
       cyclesTotal: 0,
       flushCyclesTotal: 0,
       messagesTotal: 0,
@@ -198,6 +201,7 @@ export class StreamRun {
       let messages: Message[];
       try {
         messages = await this.host.core.pop(request);
+        this.counters.popsTotal += 1;
       } catch (error) {
         if (error instanceof ReginaError && error.status < 500 && ![408, 429].includes(error.status)) throw error;
         this.report(error, { phase: "pop" });
