@@ -48,6 +48,8 @@ class ErrorCode:
     NOT_IMPLEMENTED: Final = "not_implemented"
     DECRYPTION_FAILED: Final = "decryption_failed"
     INTERNAL: Final = "internal"
+    QUERY_NOT_FOUND: Final = "query_not_found"
+    CONFIG_HASH_MISMATCH: Final = "config_hash_mismatch"
 
 
 class ReginaError(Exception):
