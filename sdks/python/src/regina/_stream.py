@@ -3,8 +3,8 @@
 Every operator returns a new stream, so a stream can be kept and extended without side effects.
 Operator functions are plain (synchronous) functions and should be pure: a batch that fails is
 processed again. Each takes the value, and gets the :class:`StreamContext` as well when it has a
-second required positional parameter. Side effects belong in ``foreach`` (at least once; a coroutine function with
-:class:`AsyncRegina`) or in the sink ``to`` (exactly once).
+second required positional parameter. Side effects belong in ``foreach`` (at least once; a
+coroutine function with :class:`AsyncRegina`) or in the sink ``to`` (exactly once).
 """
 
 from __future__ import annotations
