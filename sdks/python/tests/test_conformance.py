@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conformance_streams import check_stream, run_stream, stream_hash
 from regina import ApiError, AsyncRegina, Message, Regina
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
@@ -246,6 +247,8 @@ OPS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "message": op_message,
     "mark": op_mark,
     "sleep": op_sleep,
+    "stream": run_stream,
+    "streamHash": stream_hash,
 }
 
 
@@ -264,6 +267,9 @@ def check_messages(messages: list[Message], expect: dict[str, Any], where: str) 
 
 
 def check(op: str, result: Any, expect: dict[str, Any], where: str) -> None:
+    if op == "stream":
+        check_stream(result, expect, where)
+        return
     if op in ("pop", "consume"):
         check_messages(result, expect, where)
         return
