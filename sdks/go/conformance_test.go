@@ -198,6 +198,8 @@ func check(result any, key string, want any) string {
 		return "the step has no such result"
 	}
 	switch g := got.(type) {
+	case metricChecks:
+		return g.check(want)
 	case every:
 		for i, e := range g {
 			if !jsonEqual(e, want) {
