@@ -497,6 +497,43 @@ describe("dashboard", () => {
     else await page.getByTestId("stats-refresh").getByText("route_not_found").waitFor();
   });
 
+  it("streams page lists a registered query with its state size and last cycle", async () => {
+    const name = `e2e-stream-${Date.now()}`;
+    const registered = await ok("POST", "/streams/v1/queries", {
+      name,
+      source_queue: "e2e-stream-src",
+      sink_queue: "e2e-stream-sink",
+      config_hash: "shape-1",
+    });
+    assert.equal(registered.body.fresh, true);
+    const queryId: string = registered.body.query_id;
+    await ok("POST", "/streams/v1/cycle", {
+      query_id: queryId,
+      partition_id: "0196a000-0000-7000-8000-00000000e2e1",
+      state_ops: [
+        {
+          type: "upsert",
+          key: "tumb:60\u001f2026-01-01T00:00:00.000Z\u001fk",
+          value: { acc: 3, windowEnd: 1 },
+        },
+        { type: "upsert", key: "__wm__", value: { eventTimeMs: 1 } },
+      ],
+      push_items: [{ queue: "e2e-stream-sink", payload: { sum: 3 } }],
+    });
+    await open("/streams");
+    const table = page.getByTestId("stream-queries-table");
+    const row = rows(table).filter({ hasText: name });
+    await row.waitFor();
+    const cells = row.locator("td");
+    assert.equal(await cells.nth(2).textContent(), "e2e-stream-src");
+    assert.equal(await cells.nth(3).textContent(), "e2e-stream-sink");
+    assert.equal(await cells.nth(4).textContent(), "2", "state rows");
+    assert.equal(await cells.nth(6).textContent(), "1", "shards");
+    assert.equal(await cells.nth(7).textContent(), "1", "cycles");
+    assert.notEqual(await cells.nth(8).textContent(), "—", "last cycle shown");
+    await screenshot(page, "streams");
+  });
+
   it("a failed call shows the broker's error and code", async () => {
     await open("/queues/no-such-queue");
     const error = page.getByTestId("error").first();

@@ -66,3 +66,53 @@ export function failure(error: unknown): Failure {
 export function isMissingEndpoint(f: Failure): boolean {
   return f.status === 404 && f.code === "route_not_found";
 }
+
+/** One registered streams query, as `GET /api/v1/resources/streams` lists it. */
+export interface StreamQuery {
+  queryId: string;
+  name: string;
+  sourceQueue: string;
+  sinkQueue: string | null;
+  configHash: string;
+  createdAt: string;
+  updatedAt: string;
+  shards: number;
+  cycles: number;
+  lastCycleAt: string | null;
+  stateRows: number;
+  stateBytes: number;
+}
+
+/** A page of streams queries. */
+export interface StreamQueryList {
+  queries: StreamQuery[];
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * `GET /api/v1/resources/streams`. The SDK has no streams listing yet, so this one call goes
+ * through `fetch` with the SDK's token and the same 401 observer, and fails with a
+ * {@link ReginaError} like every SDK call.
+ */
+export async function streamQueries(
+  query: { limit: number; offset: number },
+  options: { signal?: AbortSignal } = {},
+): Promise<StreamQueryList> {
+  const headers: Record<string, string> = {};
+  const bearer = token();
+  if (bearer) headers.authorization = `Bearer ${bearer}`;
+  const path = `/api/v1/resources/streams?limit=${query.limit}&offset=${query.offset}`;
+  const response = await observe(path, { headers, signal: options.signal });
+  const body: unknown = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = (body ?? {}) as { error?: string; code?: string };
+    throw new ReginaError({
+      code: error.code ?? "http_error",
+      status: response.status,
+      message: error.error ?? `HTTP ${response.status}`,
+    });
+  }
+  return body as StreamQueryList;
+}

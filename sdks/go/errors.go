@@ -31,6 +31,8 @@ const (
 	CodeAlreadySettled        = "already_settled"
 	CodeGroupMismatch         = "group_mismatch"
 	CodeMessageLeased         = "message_leased"
+	CodeQueryNotFound         = "query_not_found"
+	CodeConfigHashMismatch    = "config_hash_mismatch"
 	CodeEncryptionUnavailable = "encryption_unavailable"
 	CodeBodyTooLarge          = "body_too_large"
 	CodeQueueFull             = "queue_full"
@@ -42,8 +44,6 @@ const (
 	CodeNotImplemented        = "not_implemented"
 	CodeDecryptionFailed      = "decryption_failed"
 	CodeInternal              = "internal"
-	CodeQueryNotFound         = "query_not_found"
-	CodeConfigHashMismatch    = "config_hash_mismatch"
 )
 
 // Sentinels for the codes programs most often branch on. They match any *Error with the same

@@ -62,6 +62,27 @@ begin
 end
 $$;
 
+-- Accounts the expiry of the cursor's active lease (http-api.md §4.8): one failed attempt charged
+-- to the head, as regina._lease_fail. Exception (streams-api.md §3.3): a lease that a streams
+-- cycle parked with a partial `completed` ack and `release_lease: false` ends without charging
+-- anything, as an ack `retry` ends it; the consumer showed progress and deliberately left the tail.
+-- Every place that accounts an expiry calls this.
+create or replace function regina._lease_expire(i_c regina.cursors, i_q regina.queues,
+                                                i_now timestamptz)
+returns regina.cursor_outcome
+language plpgsql as $$
+declare
+    v_c regina.cursors := i_c;
+begin
+    if v_c.parked_lease_id is not distinct from v_c.lease_id and v_c.lease_id is not null then
+        v_c.lease_active := false;
+        v_c.lease_marks := '{}';
+        return row(v_c, false)::regina.cursor_outcome;
+    end if;
+    return regina._lease_fail(v_c, i_q, 'Lease expired', v_c.lease_expires_at, i_now);
+end
+$$;
+
 -- Extends leases: every partition held by the lease gets max(expiry, now + seconds), seconds
 -- defaulting to that partition's queue leaseTime. Expired leases are not revived.
 create or replace function regina.lease_extend(i_reqs jsonb, i_now timestamptz default null)
@@ -150,7 +171,7 @@ begin
     loop
         select * into v_q from regina.queues q where q.id = v_c.queue_id;
         v_head := v_c.next_seq;
-        v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
+        v_c := (regina._lease_expire(v_c, v_q, v_now)).c;
         perform regina._cursor_save(v_c, v_now);
         queue_name := v_q.name;
         consumer_group := v_c.consumer_group;

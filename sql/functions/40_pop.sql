@@ -253,7 +253,7 @@ begin
     end if;
     if v_c.lease_active and v_c.lease_expires_at <= i_now then
         v_before := v_c;
-        v_c := (regina._lease_fail(v_c, i_q, 'Lease expired', v_c.lease_expires_at, i_now)).c;
+        v_c := (regina._lease_expire(v_c, i_q, i_now)).c;
         perform regina._cursor_save(v_c, i_now);
         o_lease_expired := true;
         o_dead_lettered := v_c.next_seq > v_before.next_seq;  -- only a dead letter moves it

@@ -200,7 +200,7 @@ begin
             for update;
             if v_c.lease_active and v_c.lease_expires_at <= v_now then
                 v_head := v_c.next_seq;
-                v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
+                v_c := (regina._lease_expire(v_c, v_q, v_now)).c;
                 v_woken[v_item.idx + 1] := v_c.consumer_group;
                 v_expired[v_item.idx + 1] := 1;
                 v_dead[v_item.idx + 1] := (v_c.next_seq > v_head)::integer;

@@ -45,7 +45,7 @@ begin
                order by c.consumer_group for update
     loop
         if v_c.lease_active and v_c.lease_expires_at <= i_now then
-            v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, i_now)).c;
+            v_c := (regina._lease_expire(v_c, v_q, i_now)).c;
             perform regina._cursor_save(v_c, i_now);
         end if;
     end loop;
@@ -236,7 +236,7 @@ begin
     select * into v_q from regina.queues q where q.id = v_p.queue_id;
     v_c := regina._cursor_hold(v_p, i_group);
     if v_c.lease_active and v_c.lease_expires_at <= v_now then
-        v_c := (regina._lease_fail(v_c, v_q, 'Lease expired', v_c.lease_expires_at, v_now)).c;
+        v_c := (regina._lease_expire(v_c, v_q, v_now)).c;
     end if;
     if v_seq < v_c.next_seq or v_seq = any (v_c.marks) or v_seq = any (v_c.lease_marks) then
         perform regina._cursor_save(v_c, v_now);

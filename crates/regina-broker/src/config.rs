@@ -68,6 +68,8 @@ pub mod defaults {
     pub const ACK_ITEMS_MAX: usize = 10_000;
     /// `TRANSACTION_OPERATIONS_MAX`, ack operations plus pushed items per transaction.
     pub const TRANSACTION_OPERATIONS_MAX: usize = 10_000;
+    /// `STREAMS_STATE_KEYS_MAX`, keys per streams `state/get`.
+    pub const STREAMS_STATE_KEYS_MAX: usize = 10_000;
     /// `POP_BATCH_MAX`, messages.
     pub const POP_BATCH_MAX: u32 = 10_000;
     /// `POP_PARTITIONS_MAX`, partitions.
@@ -326,6 +328,11 @@ pub struct Config {
           default_value_t = defaults::TRANSACTION_OPERATIONS_MAX,
           value_parser = parse_positive_usize)]
     pub transaction_operations_max: usize,
+    /// Keys named by one streams `state/get` request (`keys`). Default 10 000.
+    #[arg(long, env = "STREAMS_STATE_KEYS_MAX",
+          default_value_t = defaults::STREAMS_STATE_KEYS_MAX,
+          value_parser = parse_positive_usize)]
+    pub streams_state_keys_max: usize,
     /// Messages per pop (`batch`). Default 10 000.
     #[arg(long, env = "POP_BATCH_MAX", default_value_t = defaults::POP_BATCH_MAX,
           value_parser = clap::value_parser!(u32).range(1..))]
@@ -499,6 +506,7 @@ impl Default for Config {
             push_items_max: d::PUSH_ITEMS_MAX,
             ack_items_max: d::ACK_ITEMS_MAX,
             transaction_operations_max: d::TRANSACTION_OPERATIONS_MAX,
+            streams_state_keys_max: d::STREAMS_STATE_KEYS_MAX,
             pop_batch_max: d::POP_BATCH_MAX,
             pop_partitions_max: d::POP_PARTITIONS_MAX,
             pop_timeout_ms_max: d::POP_TIMEOUT_MS_MAX,

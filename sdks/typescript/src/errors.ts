@@ -29,6 +29,8 @@ export const ERROR_CODES = [
   "already_settled",
   "group_mismatch",
   "message_leased",
+  "query_not_found",
+  "config_hash_mismatch",
   "encryption_unavailable",
   "body_too_large",
   "queue_full",
@@ -40,8 +42,6 @@ export const ERROR_CODES = [
   "not_implemented",
   "decryption_failed",
   "internal",
-  "query_not_found",
-  "config_hash_mismatch",
 ] as const;
 
 /** A code of the registry. The client also uses `http_error` for a failure without a JSON body. */

@@ -13,6 +13,7 @@ mod metrics;
 pub(crate) mod migrate;
 mod pool;
 pub(crate) mod stats;
+mod streams;
 mod traces;
 
 use tokio_postgres::{Client, Row};
@@ -21,6 +22,7 @@ use uuid::Uuid;
 pub(crate) use error::DbError;
 pub(crate) use listen::Notice;
 pub(crate) use pool::{ConnectSettings, Db};
+pub(crate) use streams::CycleRow;
 
 use crate::metrics::AckEvents;
 
@@ -67,11 +69,17 @@ pub(crate) enum Stmt {
     MaintenanceGet,
     /// `regina.trace_record`.
     TraceRecord,
+    /// `regina.stream_cycle`.
+    StreamCycle,
+    /// `regina.stream_state_get`.
+    StreamStateGet,
+    /// `regina.stream_source_queue`.
+    StreamSourceQueue,
 }
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 20;
+    pub(crate) const COUNT: usize = 23;
 
     fn sql(self) -> &'static str {
         match self {
@@ -120,6 +128,9 @@ impl Stmt {
             Stmt::MaintenanceSet => "select regina.maintenance_set($1::text, $2::boolean)",
             Stmt::MaintenanceGet => failover::MAINTENANCE_GET,
             Stmt::TraceRecord => "select regina.trace_record($1::text::jsonb, $2::text::json)::text",
+            Stmt::StreamCycle => streams::CYCLE,
+            Stmt::StreamStateGet => "select regina.stream_state_get($1::text::jsonb)::text",
+            Stmt::StreamSourceQueue => "select regina.stream_source_queue($1::uuid)",
         }
     }
 }

@@ -7,6 +7,7 @@ pub(crate) mod announce;
 mod batcher;
 pub(crate) mod json;
 mod ops;
+mod streams;
 mod transaction;
 
 use std::sync::Arc;
@@ -19,6 +20,8 @@ pub(crate) use ops::{
     PushRequest,
 };
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
+use streams::Cycles;
+pub(crate) use streams::{CycleOutcome, CycleRequest};
 pub(crate) use transaction::TransactionRequest;
 use transaction::Transactions;
 
@@ -37,6 +40,7 @@ pub(crate) struct Engine {
     ack: Batcher<AckOp>,
     extend: Batcher<ExtendOp>,
     transactions: Transactions,
+    cycles: Cycles,
 }
 
 impl Engine {
@@ -61,6 +65,13 @@ impl Engine {
                 announcer: announcer.clone(),
                 metrics: metrics.clone(),
                 calls: metrics.db_calls("transaction"),
+            },
+            cycles: Cycles {
+                db: db.clone(),
+                waiters: waiters.clone(),
+                announcer: announcer.clone(),
+                metrics: metrics.clone(),
+                calls: metrics.db_calls("stream_cycle"),
             },
             push: Batcher::start(
                 Arc::new(PushOp {
@@ -140,5 +151,17 @@ impl Engine {
         request: &TransactionRequest,
     ) -> Result<Vec<String>, DbError> {
         self.transactions.run(request).await
+    }
+
+    /// Commits one streams cycle.
+    ///
+    /// # Errors
+    /// [`DbError::TransactionAborted`] when the cycle was refused (nothing applied), or the
+    /// [`DbError`] of the call.
+    pub(crate) async fn stream_cycle(
+        &self,
+        request: &CycleRequest,
+    ) -> Result<CycleOutcome, DbError> {
+        self.cycles.run(request).await
     }
 }

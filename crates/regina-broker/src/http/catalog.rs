@@ -9,6 +9,7 @@
 mod routes_core;
 mod routes_feeds;
 mod routes_resources;
+mod routes_streams;
 pub(crate) mod schemas;
 
 use std::collections::HashMap;
@@ -249,6 +250,7 @@ pub(crate) fn routes() -> &'static [Route] {
         let mut all = routes_core::routes();
         all.extend(routes_resources::routes());
         all.extend(routes_feeds::routes());
+        all.extend(routes_streams::routes());
         all
     })
 }

@@ -26,7 +26,7 @@ mod query;
 mod range;
 mod resources;
 mod status;
-mod streams;
+pub(crate) mod streams;
 mod timestamp;
 mod traces;
 mod transaction;

@@ -50,14 +50,15 @@ const END_TO_END_BUCKETS: &[f64] = &[
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0,
     3600.0, 21600.0, 86400.0,
 ];
-/// The `op` values of the database call families: the engine's batchers, transactions and the
-/// failover replay.
+/// The `op` values of the database call families: the engine's batchers, transactions, streams
+/// cycles and the failover replay.
 pub(crate) const DB_OPS: &[&str] = &[
     "push",
     "pop",
     "ack",
     "lease_extend",
     "transaction",
+    "stream_cycle",
     "failover_replay",
 ];
 
@@ -376,6 +377,14 @@ impl Metrics {
         if count > 0 {
             self.queue(queue).pushed.inc_by(count);
             self.messages_pushed.add(self.second(), count);
+        }
+    }
+
+    /// Counts `count` more messages acked with `status` on `queue` beyond the one an ack item
+    /// counts ([`Metrics::ack_events`]): a streams cycle's cumulative ack settles several.
+    pub(crate) fn acked_more(&self, queue: &str, status: AckStatus, count: u64) {
+        if count > 0 {
+            self.queue(queue).acked[status as usize].inc_by(count);
         }
     }
 

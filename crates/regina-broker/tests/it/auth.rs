@@ -103,11 +103,11 @@ const SPEC_ROUTES: &[(&str, &str, Level)] = &[
     ("GET", "/api/v1/system/maintenance/pop", Admin),
     ("POST", "/api/v1/system/maintenance/pop", Admin),
     ("POST", "/api/v1/stats/refresh", Admin),
-    // The reserved streams routes are not in §1.6's table; they would read and write, so they
-    // take the level of the other routes that do.
+    // streams-api.md §3: registration and cycles write, state reads only read.
     ("POST", "/streams/v1/queries", Rw),
     ("POST", "/streams/v1/cycle", Rw),
-    ("POST", "/streams/v1/state/get", Rw),
+    ("POST", "/streams/v1/state/get", Ro),
+    ("GET", "/api/v1/resources/streams", Ro),
 ];
 
 /// A template with parameter names dropped: `/x/{a}` → `/x/{}`.

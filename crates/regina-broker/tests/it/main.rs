@@ -47,6 +47,8 @@ mod sql;
 mod stats_refresh;
 mod stats_support;
 mod status;
+mod streams;
+mod streams_cycle;
 mod subscription;
 mod trace_deletion;
 mod trace_visibility;

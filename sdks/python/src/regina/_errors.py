@@ -37,6 +37,8 @@ class ErrorCode:
     ALREADY_SETTLED: Final = "already_settled"
     GROUP_MISMATCH: Final = "group_mismatch"
     MESSAGE_LEASED: Final = "message_leased"
+    QUERY_NOT_FOUND: Final = "query_not_found"
+    CONFIG_HASH_MISMATCH: Final = "config_hash_mismatch"
     ENCRYPTION_UNAVAILABLE: Final = "encryption_unavailable"
     BODY_TOO_LARGE: Final = "body_too_large"
     QUEUE_FULL: Final = "queue_full"
@@ -48,8 +50,6 @@ class ErrorCode:
     NOT_IMPLEMENTED: Final = "not_implemented"
     DECRYPTION_FAILED: Final = "decryption_failed"
     INTERNAL: Final = "internal"
-    QUERY_NOT_FOUND: Final = "query_not_found"
-    CONFIG_HASH_MISMATCH: Final = "config_hash_mismatch"
 
 
 class ReginaError(Exception):

@@ -1,5 +1,5 @@
 //! Catalogue entries of spec §3.11–3.13: traces, status and analytics (the dashboard feeds),
-//! system and reserved routes.
+//! system routes.
 
 use serde_json::{json, Value};
 
@@ -160,7 +160,7 @@ fn analytics_routes() -> Vec<Route> {
 fn system_routes() -> Vec<Route> {
     let switch = || object_req(&[("enabled", boolean())], &["enabled"]);
     let pop_switch = || object(&[("popMaintenanceMode", boolean()), ("message", string())]);
-    let mut routes = vec![
+    let routes = vec![
         Route::get("/api/v1/system/maintenance", Access::Admin, SYSTEM)
             .summary("The maintenance switches and the failover buffer")
             .ok(200, "Switches", maintenance()),
@@ -179,22 +179,6 @@ fn system_routes() -> Vec<Route> {
             .summary("Recompute the dashboard stats now")
             .ok(200, "Refreshed or skipped", stats_refreshed()),
     ];
-    // Not in the access table of spec §1.6: reserved routes that would read and write.
-    for path in [
-        "/streams/v1/queries",
-        "/streams/v1/cycle",
-        "/streams/v1/state/get",
-    ] {
-        routes.push(
-            Route::post(path, Access::ReadWrite, "streams")
-                .summary("Reserved for a later version: always 501 not_implemented")
-                .ok_as(
-                    501,
-                    "Not available in this version",
-                    Some(("application/json", named("Error"))),
-                ),
-        );
-    }
     routes
 }
 

@@ -24,6 +24,8 @@ pub(crate) const ERROR_CODES: &[&str] = &[
     "already_settled",
     "group_mismatch",
     "message_leased",
+    "query_not_found",
+    "config_hash_mismatch",
     "encryption_unavailable",
     "body_too_large",
     "queue_full",
