@@ -59,7 +59,7 @@ func TestReadmeSamplesRunAgainstTheBroker(t *testing.T) {
 		src := strings.ReplaceAll(samples[name], `"http://localhost:6632"`, fmt.Sprintf("%q", url))
 		src = strings.ReplaceAll(src, `"orders"`, fmt.Sprintf("%q", orders))
 		src = strings.ReplaceAll(src, `"shipments"`, fmt.Sprintf("%q", shipments))
-		src = strings.ReplaceAll(src, `"revenue"`, fmt.Sprintf("%q", revenue))
+		src = strings.ReplaceAll(src, `"customer-revenue"`, fmt.Sprintf("%q", revenue))
 		src = strings.ReplaceAll(src, `"revenue-per-second"`, fmt.Sprintf("%q", revenue+"-query"))
 		return sampleModule(t, name, src)
 	}
@@ -146,7 +146,7 @@ func runStreamSample(t *testing.T, dir string, sink *regina.Queue) {
 	}
 	if len(totals) != 1 || totals[0].Decode(&total) != nil || total.Customer != "customer-42" ||
 		total.Count != 2 || total.Revenue != 65 || total.WindowStart.IsZero() {
-		t.Fatalf("revenue %v\n%s", totals, output.String())
+		t.Fatalf("revenue %s\n%s", totals[0].Data, output.String())
 	}
 	if !strings.HasSuffix(strings.TrimSpace(output.String()), "settled 2 orders") {
 		t.Fatalf("stream sample printed %q", output.String())

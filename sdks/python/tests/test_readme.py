@@ -33,7 +33,7 @@ def samples() -> dict[str, str]:
 def prepare(code: str, url: str, suffix: str) -> str:
     assert "http://localhost:6632" in code
     code = code.replace("http://localhost:6632", url)
-    for name in ("orders", "invoices", "revenue", "revenue-per-second"):
+    for name in ("orders", "invoices", "customer-revenue", "revenue-per-second"):
         code = code.replace(f'"{name}"', f'"{name}-{suffix}"')
     return code
 
@@ -78,7 +78,7 @@ def test_stream_sample(regina_url: str, suffix: str) -> None:
         totals: list[object] = []
         deadline = time.monotonic() + 60
         with Regina(regina_url) as client:
-            sink = client.queue(f"revenue-{suffix}").partition("customer-42").batch(10).auto_ack()
+            sink = client.queue(f"customer-revenue-{suffix}").partition("customer-42").batch(10).auto_ack()
             while not totals and time.monotonic() < deadline and child.poll() is None:
                 totals = [m.data for m in sink.pop()]
                 time.sleep(0.2)

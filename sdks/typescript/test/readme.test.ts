@@ -69,7 +69,7 @@ describe("README samples", () => {
         .replaceAll("http://localhost:6632", brokerUrl())
         .replaceAll('"orders"', JSON.stringify(orders))
         .replaceAll('"shipments"', JSON.stringify(shipments))
-        .replaceAll('"revenue"', JSON.stringify(revenue))
+        .replaceAll('"customer-revenue"', JSON.stringify(revenue))
         .replaceAll('"revenue-per-second"', JSON.stringify(`${revenue}-query`));
       const file = `${directory}${name}.mjs`;
       writeFileSync(file, code);
