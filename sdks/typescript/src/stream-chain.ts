@@ -261,16 +261,21 @@ function windowShape(window: WindowSpec): string {
   }
 }
 
-const encoder = new TextEncoder();
+/** UTF-8 bytes of a text (the encoder is made on first use: importing has no side effects). */
+let encoder: TextEncoder | undefined;
+function utf8(text: string): Uint8Array<ArrayBuffer> {
+  encoder ??= new TextEncoder();
+  return encoder.encode(text);
+}
 
 function lengthPrefixed(text: string): string {
-  return `${encoder.encode(text).length}:${text}`;
+  return `${utf8(text).length}:${text}`;
 }
 
 /** Orders texts by their UTF-8 bytes (as the broker orders state keys). */
 export function compareBytes(left: string, right: string): number {
-  const a = encoder.encode(left);
-  const b = encoder.encode(right);
+  const a = utf8(left);
+  const b = utf8(right);
   for (let index = 0; index < Math.min(a.length, b.length); index += 1) {
     if (a[index] !== b[index]) return (a[index] as number) - (b[index] as number);
   }
@@ -279,6 +284,6 @@ export function compareBytes(left: string, right: string): number {
 
 /** SHA-256 of the shape, lower-case hex (Web Crypto: Node ≥ 20 and browsers). */
 export async function configHash(shape: string): Promise<string> {
-  const digest = await globalThis.crypto.subtle.digest("SHA-256", encoder.encode(shape));
+  const digest = await globalThis.crypto.subtle.digest("SHA-256", utf8(shape));
   return [...new Uint8Array(digest)].map((byte) => byte.toString(16).padStart(2, "0")).join("");
 }

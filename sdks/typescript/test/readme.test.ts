@@ -72,7 +72,14 @@ describe("README samples", () => {
         .replaceAll('"customer-revenue"', JSON.stringify(revenue))
         .replaceAll('"revenue-per-second"', JSON.stringify(`${revenue}-query`));
       const file = `${directory}${name}.mjs`;
-      writeFileSync(file, code);
+      // The stream sample names its payload type: strip the types as a TypeScript runner would.
+      const javascript =
+        name === "stream"
+          ? ts.transpileModule(code, {
+              compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+            }).outputText
+          : code;
+      writeFileSync(file, javascript);
       return file;
     };
     const run = async (name: (typeof NAMES)[number]): Promise<string> => {
