@@ -266,30 +266,45 @@ func (r *conformance) runStream(_ context.Context, s map[string]any) (any, error
 	if err != nil {
 		return nil, err
 	}
-	until := obj(s, "until")
-	reached := func() bool {
-		m := metricValues(run.Metrics())
-		for name, least := range until {
-			if m[name] < least.(float64) {
+	queryID := opts.QueryID
+	before := r.streamTotals[queryID]
+	across := func() map[string]float64 {
+		sums := map[string]float64{}
+		for name, v := range before {
+			sums[name] = v
+		}
+		for name, v := range metricValues(run.Metrics()) {
+			sums[name] += v
+		}
+		return sums
+	}
+	holds := func(wanted map[string]any, values map[string]float64) bool {
+		for name, least := range wanted {
+			if values[name] < least.(float64) {
 				return false
 			}
 		}
 		return true
+	}
+	reached := func() bool {
+		return holds(obj(s, "until"), metricValues(run.Metrics())) && holds(obj(s, "untilAcrossRuns"), across())
 	}
 	deadline := time.Now().Add(timeout)
 	for !reached() && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	run.Stop()
-	if !reached() {
-		return nil, fmt.Errorf("the stream did not reach %v: %+v", until, run.Metrics())
+	done, sums := reached(), across()
+	r.streamTotals[queryID] = sums
+	if !done {
+		return nil, fmt.Errorf("the stream did not reach its conditions: %+v", run.Metrics())
 	}
 	reg := run.Registration()
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	return map[string]any{"registration": map[string]any{"fresh": reg.Fresh, "reset": reg.Reset},
-		"metrics": metricChecks(metricValues(run.Metrics())), "results": append([]any{}, rec.list...),
-		"resultsAnyOrder": anyOrder(append([]any{}, rec.list...))}, nil
+		"metrics": metricChecks(metricValues(run.Metrics())), "acrossRuns": metricChecks(sums),
+		"results": append([]any{}, rec.list...), "resultsAnyOrder": anyOrder(append([]any{}, rec.list...))}, nil
 }
 
 // metricValues maps the counters by their camelCase names (MessagesTotal → messagesTotal).

@@ -150,25 +150,38 @@ _RUN_OPTIONS = ("batchSize", "maxPartitions", "maxWaitMillis", "reset", "consume
 
 
 def run_stream(sc: Any, step: dict[str, Any]) -> dict[str, Any]:
-    """Run the step's stream until its ``until`` conditions hold, then stop it."""
+    """Run the step's stream until its ``until`` / ``untilAcrossRuns`` conditions hold, then stop
+    it. ``sc.stream_totals`` keeps the metrics summed over earlier stream steps, by query id."""
     recorded: list[Any] = []
     stream = build(sc.client, step, recorded)
+    query_id = step["run"]["queryId"]
     options = {_snake(k): v for k, v in step["run"].items() if k in _RUN_OPTIONS}
-    runner = sc.run(stream.run(step["run"]["queryId"], **options))
-    until = {_snake(name): least for name, least in (step.get("until") or {}).items()}
+    runner = sc.run(stream.run(query_id, **options))
+    before = sc.stream_totals.get(query_id, {})
     deadline = time.monotonic() + step.get("timeoutMs", 60_000) / 1000
 
+    def across() -> dict[str, int]:
+        metrics = asdict(runner.metrics())
+        names = {**before, **{k: 0 for k, v in metrics.items() if isinstance(v, int)}}
+        return {name: before.get(name, 0) + (metrics.get(name) or 0) for name in names}
+
+    def holds(wanted: dict[str, Any] | None, values: dict[str, Any]) -> bool:
+        return all(values.get(_snake(name), 0) >= least for name, least in (wanted or {}).items())
+
     def reached() -> bool:
-        metrics = runner.metrics()
-        return all(getattr(metrics, name) >= least for name, least in until.items())
+        return holds(step.get("until"), asdict(runner.metrics())) and holds(
+            step.get("untilAcrossRuns"), across()
+        )
 
     while not reached() and time.monotonic() < deadline:
         sc.sleep(0.02)
     sc.run(runner.stop())
+    done, sums = reached(), across()
+    sc.stream_totals[query_id] = sums
     metrics = asdict(runner.metrics())
-    assert reached(), f"stream did not reach {until}: {metrics}"
+    assert done, f"stream did not reach its conditions: {metrics}"
     registration = {"fresh": runner.registration.fresh, "reset": runner.registration.reset}
-    return {"registration": registration, "metrics": metrics, "results": recorded}
+    return {"registration": registration, "metrics": metrics, "acrossRuns": sums, "results": recorded}
 
 
 def stream_hash(sc: Any, step: dict[str, Any]) -> dict[str, Any]:
@@ -190,9 +203,9 @@ def _whole(value: Any) -> Any:
 def check_stream(result: dict[str, Any], expect: dict[str, Any], where: str) -> None:
     """Checks of a ``stream`` step (see the README's *stream checks*)."""
     for key, want in expect.items():
-        if key == "metrics":
+        if key in ("metrics", "acrossRuns"):
             for name, value in want.items():
-                got = result["metrics"][_snake(name)]
+                got = result[key][_snake(name)]
                 if isinstance(value, dict):
                     assert got >= value["atLeast"], f"{where}: metric {name} is {got}, expected ≥ {value}"
                 else:

@@ -43,6 +43,7 @@ class Scenario:
         self.values = {"url": url, "dead": DEAD_URL, "q": base, "q2": f"{base}-2", "q3": f"{base}-3"}
         self.marks: dict[str, str] = {}
         self.saved: dict[str, list[Any]] = {}
+        self.stream_totals: dict[str, dict[str, int]] = {}
         client_spec = self.subst(spec.get("client") or {})
         servers = client_spec.get("servers") or [url]
         options: dict[str, Any] = {"retry_base_ms": 20}

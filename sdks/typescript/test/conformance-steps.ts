@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { expect } from "vitest";
 import { ReginaError, type DlqEntry, type Message, type Queue, type Regina } from "../src/index.js";
-import { runStream, streamHash } from "./conformance-streams.js";
+import { runStream, streamHash, type StreamTotals } from "./conformance-streams.js";
 
 /** A step after placeholder substitution. */
 export type Step = Record<string, unknown> & { op: string };
@@ -16,6 +16,8 @@ export interface Run {
   client: Regina;
   saved: Map<string, unknown[]>;
   marks: Map<string, string>;
+  /** Stream metrics summed over the earlier stream steps, by `queryId`. */
+  streamTotals: StreamTotals;
 }
 
 type Result = Record<string, unknown>;
@@ -59,8 +61,8 @@ function check(result: Result, expectation: Expectation, label: string): void {
       expect([...(result.transactionIdSet as string[])].sort(), `${label}: transactionIds`).toEqual(
         [...(expected as string[])].sort(),
       );
-    } else if (key === "metrics" && typeof result.metrics === "object") {
-      checkMetrics(result.metrics as Record<string, number>, expected as Record<string, unknown>, label);
+    } else if ((key === "metrics" || key === "acrossRuns") && typeof result[key] === "object") {
+      checkMetrics(result[key] as Record<string, number>, expected as Record<string, unknown>, `${label} ${key}`);
     } else if (key === "resultsAnyOrder" && Array.isArray(result.results)) {
       const canonical = (list: unknown[]) => list.map((item) => JSON.stringify(sortKeys(item))).sort();
       expect(canonical(result.results), `${label}: results (any order)`).toEqual(canonical(expected as unknown[]));
@@ -286,7 +288,7 @@ const STEPS: Record<string, StepFn> = {
     return undefined;
   },
 
-  stream: (run, step) => runStream(run.client, step),
+  stream: (run, step) => runStream(run.client, step, run.streamTotals),
 
   streamHash: (run, step) => streamHash(run.client, step),
 

@@ -156,23 +156,38 @@ function gateOf(entry: Entry) {
   throw new Error("gate needs tokenBucket or slidingWindow");
 }
 
-/** Runs the step's stream until its `until` conditions hold, then stops it. */
-export async function runStream(client: Regina, step: Entry): Promise<Record<string, Json>> {
+/** Metrics summed over the earlier stream steps, by `queryId`. */
+export type StreamTotals = Map<string, Record<string, number>>;
+
+/** Numeric metrics of `a` and `b` added up. */
+function added(a: Record<string, number>, b: Record<string, unknown>): Record<string, number> {
+  const out: Record<string, number> = { ...a };
+  for (const [name, value] of Object.entries(b)) if (typeof value === "number") out[name] = (out[name] ?? 0) + value;
+  return out;
+}
+
+/** Runs the step's stream until its `until` / `untilAcrossRuns` conditions hold, then stops it. */
+export async function runStream(client: Regina, step: Entry, totals: StreamTotals): Promise<Record<string, Json>> {
   const recorded: Recorded = [];
   const stream = buildStream(client, step, recorded);
+  const options = step.run as { queryId: string };
   const run: StreamRun = await stream.run(step.run as never);
-  const until = (step.until ?? {}) as Record<string, number>;
+  const metrics = () => run.metrics() as unknown as Record<string, number>;
+  const across = () => added(totals.get(options.queryId) ?? {}, metrics());
+  const holds = (wanted: unknown, values: Record<string, number>) =>
+    Object.entries((wanted ?? {}) as Record<string, number>).every(([name, least]) => (values[name] ?? 0) >= least);
+  const reached = () => holds(step.until, metrics()) && holds(step.untilAcrossRuns, across());
   const deadline = Date.now() + ((step.timeoutMs as number | undefined) ?? 60_000);
-  const reached = () =>
-    Object.entries(until).every(
-      ([name, least]) => (run.metrics() as unknown as Record<string, number>)[name]! >= least,
-    );
   while (!reached() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
   await run.stop();
-  if (!reached()) throw new Error(`stream did not reach ${JSON.stringify(until)}: ${JSON.stringify(run.metrics())}`);
+  const done = reached();
+  const sums = across();
+  totals.set(options.queryId, sums);
+  if (!done) throw new Error(`stream did not reach its conditions: ${JSON.stringify(run.metrics())}`);
   return {
     registration: { fresh: run.registration.fresh, reset: run.registration.reset },
     metrics: run.metrics() as unknown as Json,
+    acrossRuns: sums,
     results: recorded,
   };
 }
