@@ -1,9 +1,13 @@
 package regina
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"sort"
 )
+
+// Aggregates, and the helpers the stream engine uses on decoded JSON values.
 
 // aggregateReducer implements Aggregate: count adds the extractor's number (1 when it returns
 // none), sum adds, min / max keep the extremes (nil before the first number), avg the mean, and
@@ -105,4 +109,44 @@ func toFloat(v any) (float64, bool) {
 		return 0, false
 	}
 	return f, !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+// number reads a JSON number (float64, or an int64 the engine wrote itself).
+func number(v any) (float64, bool) {
+	f, ok := v.(float64)
+	if !ok {
+		if i, isInt := v.(int64); isInt {
+			return float64(i), true
+		}
+	}
+	return f, ok && !math.IsNaN(f) && !math.IsInf(f, 0)
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return bytes.Compare([]byte(keys[i]), []byte(keys[j])) < 0 })
+	return keys
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// cloneJSON copies a JSON value deeply, as it would come back from the broker.
+func cloneJSON(v any) any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
 }
