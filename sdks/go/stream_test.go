@@ -302,3 +302,30 @@ func TestStreamChainRulesAndHash(t *testing.T) {
 		}
 	}
 }
+
+func TestStreamStopsOnContextAndEndsOnARefusedPop(t *testing.T) {
+	f := newFakeStreams(t)
+	c := streamClient(t, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	run, err := c.Stream("source").To("sink").Run(ctx, regina.RunOptions{QueryID: "q"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	ended := make(chan error, 1)
+	go func() { ended <- run.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("Wait after cancel: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not stop when its context was cancelled")
+	}
+
+	f.fail("/api/v1/pop/queue/source", fakeAnswer{400, map[string]any{"error": "batch must be at least 1", "code": "invalid_parameter"}})
+	refused := startStream(t, c.Stream("source").To("sink"), regina.RunOptions{})
+	if err := refused.Wait(); !errors.Is(err, regina.ErrInvalidParameter) {
+		t.Fatalf("Wait after a refused pop: %v", err)
+	}
+}

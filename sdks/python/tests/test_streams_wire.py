@@ -4,6 +4,7 @@ blocking runner is driven here; ``test_streams_async`` drives the asyncio one.""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -250,3 +251,20 @@ def test_gate_allowing_nothing_sends_no_cycle(fake: FakeStreams, client: Regina)
     until(lambda: runner.metrics().gate_denials_total == 2)
     runner.stop()
     assert fake.requests("/streams/v1/cycle") == []
+
+
+def test_stop_event_ends_the_run_and_a_refused_pop_raises_from_wait(
+    fake: FakeStreams, client: Regina
+) -> None:
+    stop = threading.Event()
+    runner = client.stream("source").to("sink").run("q", stop=stop)
+    assert runner.wait(timeout=0.05) is False
+    stop.set()
+    assert runner.wait(timeout=10) is True
+    fake.fail(
+        "/api/v1/pop/queue/source", (400, {"error": "batch must be at least 1", "code": "invalid_parameter"})
+    )
+    refused = client.stream("source").to("sink").run("q")
+    with pytest.raises(ApiError) as caught:
+        refused.wait(timeout=10)
+    assert caught.value.code == "invalid_parameter"

@@ -133,6 +133,23 @@ describe("stateless streams", () => {
   });
 });
 
+describe("stopping", () => {
+  it("an aborted signal stops the run, and a refused pop ends it with the error", async () => {
+    const controller = new AbortController();
+    const run = await client.stream("source").to("sink").run({ queryId: "q", signal: controller.signal });
+    controller.abort();
+    await expect(run.done).resolves.toBeUndefined();
+
+    fake.fail("/api/v1/pop/queue/source", {
+      status: 400,
+      body: { error: "batch must be at least 1", code: "invalid_parameter" },
+    });
+    const refused = await client.stream("source").to("sink").run({ queryId: "q" });
+    const error = await refused.done.catch((caught: unknown) => caught);
+    expect((error as ReginaError).code).toBe("invalid_parameter");
+  });
+});
+
 describe("retries and errors", () => {
   it("retries a cycle answered 503, 429 and 408 with the same body", async () => {
     fake.pops.push([message("a", 1)]);

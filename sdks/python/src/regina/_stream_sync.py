@@ -53,8 +53,9 @@ class StreamRunner:
         for thread in self._threads:
             thread.join(timeout)
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Block until the run ends (``stop``, the ``stop`` event, or a refused pop).
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the run ends (``stop``, the ``stop`` event, or a refused pop), or for at most
+        ``timeout`` seconds; True when it has ended.
 
         Raises:
             ApiError: the broker refused a pop (a 4xx): the run ended because of it.
@@ -63,6 +64,7 @@ class StreamRunner:
             thread.join(timeout)
         if self._error is not None:
             raise self._error
+        return not any(thread.is_alive() for thread in self._threads)
 
     def __enter__(self) -> StreamRunner:
         return self
