@@ -520,7 +520,8 @@ describe("dashboard", () => {
       ],
       push_items: [{ queue: "e2e-stream-sink", payload: { sum: 3 } }],
     });
-    await open("/streams");
+    // `/streams` itself is the streams API prefix, never a dashboard route.
+    await open("/stream-queries");
     const table = page.getByTestId("stream-queries-table");
     const row = rows(table).filter({ hasText: name });
     await row.waitFor();

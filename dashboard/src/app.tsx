@@ -32,7 +32,7 @@ const NAV: { href: string; label: string; icon: string }[] = [
   { href: "/messages", label: "Messages", icon: "M4 5h16v11H8l-4 4z" },
   { href: "/dlq", label: "Dead letters", icon: "M12 3l9 16H3zM12 10v4m0 3v.5" },
   { href: "/traces", label: "Traces", icon: "M4 18l5-6 4 3 7-9" },
-  { href: "/streams", label: "Streams", icon: "M3 7h13l-3-3m3 3l-3 3M21 17H8l3-3m-3 3l3 3" },
+  { href: "/stream-queries", label: "Streams", icon: "M3 7h13l-3-3m3 3l-3 3M21 17H8l3-3m-3 3l3 3" },
   { href: "/maintenance", label: "Maintenance", icon: "M14 7l3-3 3 3-3 3m-3-3L5 16l-1 4 4-1 9-9" },
 ];
 
@@ -84,7 +84,7 @@ export function App() {
             <Route path="/dlq" component={DlqPage} />
             <Route path="/traces">{() => <TracesPage />}</Route>
             <Route path="/traces/:name">{(p) => <TracesPage name={p.name} />}</Route>
-            <Route path="/streams" component={StreamsPage} />
+            <Route path="/stream-queries" component={StreamsPage} />
             <Route path="/maintenance" component={MaintenancePage} />
             <Route component={NotFoundPage} />
           </Switch>

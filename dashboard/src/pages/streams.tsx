@@ -1,4 +1,4 @@
-/** Streams: the registered queries, the size of their state and when they last committed. */
+/** Streams (at `/stream-queries`: `/streams` is the API's prefix): the registered queries, the size of their state and when they last committed. */
 
 import { streamQueries } from "../api";
 import { Pager, Table } from "../components/table";

@@ -413,3 +413,41 @@ async fn a_restarted_broker_replays_what_it_buffered_before_it_stopped() {
     assert_eq!(popped.data(), vec![json!(1), json!(2), json!(3)]);
     let _ = std::fs::remove_dir_all(&buffer_dir);
 }
+
+/// streams-api.md §3.3: a cycle is never diverted to the failover buffer. With PostgreSQL down it
+/// answers `503 database_unavailable` (the SDKs retry it), while a plain push is buffered; none
+/// of the cycle's sink items ever reaches the sink.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cycle_is_never_buffered_and_answers_503_while_the_database_is_down() {
+    let cluster = PrivateCluster::start().await;
+    let (_broker, api) = broker_on(&cluster, |_| {}).await;
+    let registered = api
+        .post(
+            "/streams/v1/queries",
+            &json!({"name": "q", "source_queue": "src", "config_hash": "h"}),
+        )
+        .await;
+    assert_eq!(registered.status, 200, "{registered:?}");
+    let cycle = json!({"query_id": registered.body["query_id"],
+                       "partition_id": "0196a1b2-0000-7000-8000-000000000001",
+                       "state_ops": [{"type": "upsert", "key": "k", "value": 1}],
+                       "push_items": [{"queue": "sink", "payload": "from-cycle"}]});
+
+    cluster.stop().await;
+    let r = api.post("/streams/v1/cycle", &cycle).await;
+    r.assert_error(503, "database_unavailable");
+    assert_eq!(r.header("retry-after"), Some("1"), "{r:?}");
+    assert_eq!(r.body["success"], false);
+    let pushed = api
+        .push(json!([{"queue": "sink", "payload": "from-push"}]))
+        .await;
+    assert_eq!(pushed.body[0]["status"], "buffered", "{pushed:?}");
+
+    cluster.restart().await;
+    wait_healthy(&api).await;
+    wait_replayed(&api, Duration::from_secs(30)).await;
+    let r = api
+        .pop("sink", "consumerGroup=reader&batch=10&autoAck=true")
+        .await;
+    assert_eq!(r.data(), vec![json!("from-push")], "{r:?}");
+}

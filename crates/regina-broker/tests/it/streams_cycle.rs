@@ -530,3 +530,55 @@ async fn a_commit_wakes_the_waiters_of_the_sink() {
     let woken = waiter.await.unwrap();
     assert_eq!(woken.data(), vec![json!("woken")], "{woken:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cycles_and_transactions_on_the_same_partitions_all_commit() {
+    let (_b, api) = start().await;
+    let id = new_query(&api, "q").await;
+    const CALLERS: usize = 12;
+    let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(CALLERS));
+    let mut tasks = Vec::new();
+    for i in 0..CALLERS {
+        let (api, barrier, id) = (api.clone(), barrier.clone(), id.clone());
+        tasks.push(tokio::spawn(async move {
+            // Cycles write partitions b then a, transactions a then b; two shards share the work.
+            let item = |p: &str| json!({"queue": "sink", "partition": p, "payload": i});
+            barrier.wait().await;
+            if i % 2 == 0 {
+                let shard = format!("0196a000-0000-7000-8000-00000000c00{}", i % 4);
+                cycle(&api, json!({"query_id": id, "partition_id": shard,
+                                   "state_ops": [{"type": "upsert", "key": format!("k{i}"), "value": i}],
+                                   "push_items": [item("b"), item("a")]}))
+                .await
+            } else {
+                api.post("/api/v1/transaction",
+                         &json!({"operations": [{"type": "push", "items": [item("a"), item("b")]}]}))
+                .await
+            }
+        }));
+    }
+    for task in tasks {
+        let r = task.await.unwrap();
+        assert_eq!(r.status, 200, "{r:?}");
+    }
+    for partition in ["a", "b"] {
+        let r = api
+            .pop_partition(
+                "sink",
+                partition,
+                "consumerGroup=reader&batch=100&autoAck=true",
+            )
+            .await;
+        assert_eq!(r.messages().len(), CALLERS, "{partition}: {r:?}");
+    }
+    let mut written = 0;
+    for shard in [
+        "0196a000-0000-7000-8000-00000000c000",
+        "0196a000-0000-7000-8000-00000000c002",
+    ] {
+        written += state(&api, json!({"query_id": id, "partition_id": shard}))
+            .await
+            .len();
+    }
+    assert_eq!(written, CALLERS / 2);
+}

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use openmetrics_parser::{HistogramValue, PrometheusValue};
 use regina_testkit::TestBroker;
 use reqwest::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::stats_support::refresh_stats;
 use crate::support::{start, start_with, Api};
@@ -479,4 +479,64 @@ async fn cluster_gauges_report_depth_lag_and_dead_letters_of_the_last_stats_refr
             .value("regina_queue_depth", &[("queue", "depth")]),
         4.0
     );
+}
+
+/// streams-api.md §3.4: a cycle counts as a transaction does — its stored sink items in
+/// `messages_pushed_total`, its ack in `messages_acked_total` (a cumulative `completed` ack once
+/// per message it settled), its database call under `op="stream_cycle"`; a refused cycle counts
+/// nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_cycles_count_their_sink_items_and_acked_messages() {
+    let (_b, api) = start().await;
+    api.push_to("src", "p", &[json!(1), json!(2), json!(3)])
+        .await;
+    let registered = api
+        .post(
+            "/streams/v1/queries",
+            &json!({"name": "q", "source_queue": "src", "config_hash": "h"}),
+        )
+        .await;
+    let pop = api.pop("src", "batch=3").await;
+    let last = &pop.messages()[2];
+    let before = Metrics::scrape(&api).await;
+    let cycle = |items: Value| {
+        json!({"query_id": registered.body["query_id"], "partition_id": last["partitionId"],
+               "push_items": items,
+               "ack": {"transactionId": last["transactionId"], "leaseId": last["leaseId"]}})
+    };
+    let refused = api
+        .post(
+            "/streams/v1/cycle",
+            &cycle(json!([{"queue": "sink", "payload": 1}, {"queue": "sink", "traceId": 5}])),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{refused:?}");
+    let r = api
+        .post(
+            "/streams/v1/cycle",
+            &cycle(
+                json!([{"queue": "sink", "payload": 1, "transactionId": "e"},
+                         {"queue": "sink", "payload": 1, "transactionId": "e"}]),
+            ),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let m = Metrics::scrape(&api).await;
+    let delta = |metric: &str, labels: &[(&str, &str)]| {
+        m.value(metric, labels) - before.value(metric, labels)
+    };
+    assert_eq!(
+        delta("regina_messages_pushed_total", &[("queue", "sink")]),
+        1.0,
+        "the duplicate is no push"
+    );
+    assert_eq!(
+        delta(
+            "regina_messages_acked_total",
+            &[("queue", "src"), ("status", "completed")]
+        ),
+        3.0
+    );
+    let op = [("op", "stream_cycle")];
+    assert_eq!(m.observations("regina_db_call_duration_seconds", &op), 1.0);
 }
