@@ -34,6 +34,8 @@ var steps = map[string]func(r *conformance, ctx context.Context, s map[string]an
 	"message":      (*conformance).message,
 	"mark":         (*conformance).mark,
 	"sleep":        (*conformance).sleep,
+	"stream":       (*conformance).runStream,
+	"streamHash":   (*conformance).streamHash,
 }
 
 func (r *conformance) configure(ctx context.Context, s map[string]any) (any, error) {

@@ -40,6 +40,8 @@ type conformance struct {
 	marks  map[string]string
 	pops   map[string][]*regina.Message
 	dlqs   map[string][]regina.DLQEntry
+	// streamTotals are stream metrics summed over earlier stream steps, by query id.
+	streamTotals map[string]map[string]float64
 }
 
 func TestConformance(t *testing.T) {
@@ -69,6 +71,7 @@ func runScenario(t *testing.T, url, file string) {
 	r := &conformance{t: t,
 		vars:  map[string]string{"url": url, "dead": deadURL, "q": q, "q2": q + "-2", "q3": q + "-3"},
 		marks: map[string]string{}, pops: map[string][]*regina.Message{}, dlqs: map[string][]regina.DLQEntry{},
+		streamTotals: map[string]map[string]float64{},
 	}
 	servers := []string{"${url}"}
 	if len(sc.Client.Servers) > 0 {
@@ -198,6 +201,8 @@ func check(result any, key string, want any) string {
 		return "the step has no such result"
 	}
 	switch g := got.(type) {
+	case metricChecks:
+		return g.check(want)
 	case every:
 		for i, e := range g {
 			if !jsonEqual(e, want) {

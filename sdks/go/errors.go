@@ -65,6 +65,9 @@ var (
 	ErrMessageLeased    = sentinel(CodeMessageLeased)
 	ErrQueueFull        = sentinel(CodeQueueFull)
 	ErrOverloaded       = sentinel(CodeOverloaded)
+	// ErrConfigHashMismatch: a stream's query exists with another operator chain (run with
+	// Reset to drop its state, or use another QueryID).
+	ErrConfigHashMismatch = sentinel(CodeConfigHashMismatch)
 )
 
 func sentinel(code string) *Error { return &Error{Code: code, Index: -1} }
@@ -180,6 +183,20 @@ func isRetryable(err error) bool {
 	}
 	var e *Error
 	return errors.As(err, &e) && e.Status >= 500 && e.Status != http.StatusNotImplemented
+}
+
+// hasStatus reports whether err is an *Error answered with one of statuses.
+func hasStatus(err error, statuses []int) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	for _, s := range statuses {
+		if e.Status == s {
+			return true
+		}
+	}
+	return false
 }
 
 // isStop reports whether err is the caller's own cancellation or deadline.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	regina "regina.dev/sdk/go"
 )
 
 // The README's samples are complete programs. These tests extract them from README.md and run
@@ -28,7 +30,7 @@ func readmeSamples(t *testing.T) map[string]string {
 	for _, m := range sampleBlock.FindAllStringSubmatch(string(data), -1) {
 		samples[m[1]] = m[2]
 	}
-	for _, name := range []string{"produce", "consume", "pipeline"} {
+	for _, name := range []string{"produce", "consume", "pipeline", "stream"} {
 		if samples[name] == "" {
 			t.Fatalf("README.md has no %q sample", name)
 		}
@@ -52,12 +54,17 @@ func TestReadmeSamplesRunAgainstTheBroker(t *testing.T) {
 	url := brokerURL(t)
 	samples := readmeSamples(t)
 	suffix := strings.TrimPrefix(uniqueName(""), "-")
-	orders, shipments := "orders-"+suffix, "shipments-"+suffix
-	run := func(name string) []string {
+	orders, shipments, revenue := "orders-"+suffix, "shipments-"+suffix, "revenue-"+suffix
+	module := func(name string) string {
 		src := strings.ReplaceAll(samples[name], `"http://localhost:6632"`, fmt.Sprintf("%q", url))
 		src = strings.ReplaceAll(src, `"orders"`, fmt.Sprintf("%q", orders))
 		src = strings.ReplaceAll(src, `"shipments"`, fmt.Sprintf("%q", shipments))
-		dir := sampleModule(t, name, src)
+		src = strings.ReplaceAll(src, `"customer-revenue"`, fmt.Sprintf("%q", revenue))
+		src = strings.ReplaceAll(src, `"revenue-per-second"`, fmt.Sprintf("%q", revenue+"-query"))
+		return sampleModule(t, name, src)
+	}
+	run := func(name string) []string {
+		dir := module(name)
 		out, err := goCommand(dir, "run", ".").CombinedOutput()
 		if err != nil {
 			t.Fatalf("sample %s failed: %v\n%s", name, err, out)
@@ -99,6 +106,50 @@ func TestReadmeSamplesRunAgainstTheBroker(t *testing.T) {
 	}
 	if err := msgs[0].Decode(&shipment); err != nil || shipment.Order.OrderID != 1 || shipment.Status != "ready" {
 		t.Fatalf("first shipment %s (%v)", msgs[0].Data, err)
+	}
+
+	runStreamSample(t, module("stream"), c.Queue(revenue).Partition("customer-42"))
+}
+
+// runStreamSample runs the stream sample until its window total is in the sink, then interrupts
+// it as Ctrl-C would, and checks what it wrote and printed.
+func runStreamSample(t *testing.T, dir string, sink *regina.Queue) {
+	binary := filepath.Join(dir, "stream-sample")
+	if out, err := goCommand(dir, "build", "-o", binary, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building the stream sample: %v\n%s", err, out)
+	}
+	var output strings.Builder
+	cmd := exec.Command(binary)
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var totals []*regina.Message
+	for len(totals) == 0 && ctx.Err() == nil {
+		totals, _ = sink.Batch(10).AutoAck(true).Pop(ctx)
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("stream sample: %v\n%s", err, output.String())
+	}
+	var total struct {
+		Customer    string
+		Count       float64
+		Revenue     float64
+		WindowStart time.Time
+	}
+	if len(totals) != 1 || totals[0].Decode(&total) != nil || total.Customer != "customer-42" ||
+		total.Count != 2 || total.Revenue != 65 || total.WindowStart.IsZero() {
+		t.Fatalf("revenue %s\n%s", totals[0].Data, output.String())
+	}
+	if !strings.HasSuffix(strings.TrimSpace(output.String()), "settled 2 orders") {
+		t.Fatalf("stream sample printed %q", output.String())
 	}
 }
 

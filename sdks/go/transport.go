@@ -28,6 +28,9 @@ type call struct {
 	body   any
 	// timeout of one attempt; 0 means the client's timeout.
 	timeout time.Duration
+	// retryStatuses are 4xx statuses retried like 5xx for this call (the streams routes retry
+	// 408 and 429).
+	retryStatuses []int
 }
 
 // response is an HTTP answer with a status below 400.
@@ -39,9 +42,9 @@ type response struct {
 // do sends c with retries and failover and decodes a 2xx JSON body into out (when out is not nil
 // and the body is not empty).
 //
-// Network errors and 5xx answers are retried: the next attempt goes to the next server, and a
-// backoff is slept after every server has been tried once. The body is encoded once, so a retried
-// push carries the same transactionIds as the first attempt.
+// Network errors and 5xx answers (and the call's retryStatuses) are retried: the next attempt goes
+// to the next server, and a backoff is slept after every server has been tried once. The body is
+// encoded once, so a retried push carries the same transactionIds as the first attempt.
 func (c *Client) do(ctx context.Context, req call, out any) (*response, error) {
 	var payload []byte
 	if req.body != nil {
@@ -63,7 +66,7 @@ func (c *Client) do(ctx context.Context, req call, out any) (*response, error) {
 			}
 			return resp, nil
 		}
-		if ctx.Err() != nil || !isRetryable(err) || attempt >= c.retries {
+		if ctx.Err() != nil || !(isRetryable(err) || hasStatus(err, req.retryStatuses)) || attempt >= c.retries {
 			return nil, err
 		}
 		c.skip(server)

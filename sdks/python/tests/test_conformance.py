@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from conformance_streams import check_stream, run_stream, stream_hash
 from regina import ApiError, AsyncRegina, Message, Regina
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "conformance" / "scenarios"
@@ -42,6 +43,7 @@ class Scenario:
         self.values = {"url": url, "dead": DEAD_URL, "q": base, "q2": f"{base}-2", "q3": f"{base}-3"}
         self.marks: dict[str, str] = {}
         self.saved: dict[str, list[Any]] = {}
+        self.stream_totals: dict[str, dict[str, int]] = {}
         client_spec = self.subst(spec.get("client") or {})
         servers = client_spec.get("servers") or [url]
         options: dict[str, Any] = {"retry_base_ms": 20}
@@ -246,6 +248,8 @@ OPS: dict[str, Callable[[Scenario, dict[str, Any]], Any]] = {
     "message": op_message,
     "mark": op_mark,
     "sleep": op_sleep,
+    "stream": run_stream,
+    "streamHash": stream_hash,
 }
 
 
@@ -264,6 +268,9 @@ def check_messages(messages: list[Message], expect: dict[str, Any], where: str) 
 
 
 def check(op: str, result: Any, expect: dict[str, Any], where: str) -> None:
+    if op == "stream":
+        check_stream(result, expect, where)
+        return
     if op in ("pop", "consume"):
         check_messages(result, expect, where)
         return

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import re
 import secrets
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,14 +24,22 @@ SAMPLE = re.compile(r"<!-- sample: (?P<name>[a-z-]+) -->\s*```python\n(?P<code>.
 
 def samples() -> dict[str, str]:
     found = {m.group("name"): m.group("code") for m in SAMPLE.finditer(README.read_text())}
-    assert list(found) == ["produce", "consume", "pipeline"], f"README samples changed: {list(found)}"
+    assert list(found) == ["produce", "consume", "pipeline", "stream"], (
+        f"README samples changed: {list(found)}"
+    )
     return found
 
 
-def run_sample(code: str, url: str, suffix: str) -> str:
+def prepare(code: str, url: str, suffix: str) -> str:
     assert "http://localhost:6632" in code
     code = code.replace("http://localhost:6632", url)
-    code = code.replace('"orders"', f'"orders-{suffix}"').replace('"invoices"', f'"invoices-{suffix}"')
+    for name in ("orders", "invoices", "customer-revenue", "revenue-per-second"):
+        code = code.replace(f'"{name}"', f'"{name}-{suffix}"')
+    return code
+
+
+def run_sample(code: str, url: str, suffix: str) -> str:
+    code = prepare(code, url, suffix)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"sample failed:\n{done.stdout}\n{done.stderr}"
     return done.stdout
@@ -56,3 +66,29 @@ def test_pipeline_sample(regina_url: str, suffix: str) -> None:
         invoices = client.queue(f"invoices-{suffix}").batch(10).auto_ack().pop()
     assert [m.data for m in invoices] == [{"orderId": 1, "amount": 9.5}, {"orderId": 2, "amount": 12.0}]
     assert {m.partition for m in invoices} == {"customer-42"}
+
+
+def test_stream_sample(regina_url: str, suffix: str) -> None:
+    """The stream runs until Ctrl-C: wait for its window total in the sink, then interrupt it."""
+    code = prepare(samples()["stream"], regina_url, suffix)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        totals: list[object] = []
+        deadline = time.monotonic() + 60
+        with Regina(regina_url) as client:
+            sink = client.queue(f"customer-revenue-{suffix}").partition("customer-42").batch(10).auto_ack()
+            while not totals and time.monotonic() < deadline and child.poll() is None:
+                totals = [m.data for m in sink.pop()]
+                time.sleep(0.2)
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=30)
+    finally:
+        child.kill()
+    assert child.returncode == 0, output
+    assert len(totals) == 1, output
+    total = totals[0]
+    assert isinstance(total, dict) and isinstance(total.pop("window_start"), int)
+    assert total == {"customer": "customer-42", "count": 2, "revenue": 21.5}
+    assert output.strip().endswith("settled 2 orders")

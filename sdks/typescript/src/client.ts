@@ -6,6 +6,9 @@ import { Admin } from "./admin.js";
 import { PushBuffer, type BufferOptions } from "./buffer.js";
 import { Core } from "./core.js";
 import { Queue, type QueueHost } from "./queue.js";
+import { Stream } from "./stream.js";
+import type { StreamHost } from "./stream-runner.js";
+import { StreamWire } from "./stream-wire.js";
 import { Transaction } from "./transaction.js";
 import { Transport, type TokenSource } from "./transport.js";
 import type { AckResult, AckStatus, Message, RenewResult } from "./types.js";
@@ -42,6 +45,7 @@ export class Regina {
   private readonly core: Core;
   private readonly buffers = new Map<string, PushBuffer>();
   private readonly host: QueueHost;
+  private readonly streamHost: StreamHost;
 
   /** Accepts a URL, a list of URLs (failover), or {@link ReginaOptions}. */
   constructor(options: ReginaOptions | string | string[] = {}) {
@@ -63,6 +67,7 @@ export class Regina {
       buffer: (queue, partition, bufferOptions) => this.buffer(queue, partition, bufferOptions),
       flushBuffers: (queue, partition) => this.flushMatching(queue, partition),
     };
+    this.streamHost = { core: this.core, wire: new StreamWire(transport) };
   }
 
   /** The broker URLs in use. */
@@ -73,6 +78,15 @@ export class Regina {
   /** A queue; chain settings, then `create`, `push`, `pop` or `consume`. */
   queue<T = unknown>(name: string): Queue<T> {
     return Queue.create<T>(this.host, name);
+  }
+
+  /**
+   * A stream sourced from a queue; chain operators (`map`, `windowTumbling`, `gate`, …), a sink
+   * (`to` or `foreach`), then `run({queryId})`.
+   */
+  stream<T = unknown>(queue: string): Stream<T> {
+    if (typeof queue !== "string" || queue === "") throw new TypeError("stream() needs a source queue name");
+    return new Stream<T>(this.streamHost, queue, []);
   }
 
   /** A transaction; chain `ack` and `queue(q).partition(p).push(items)`, then `commit`. */

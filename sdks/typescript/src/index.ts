@@ -23,6 +23,16 @@ export type {
 } from "./consumer.js";
 export { Transaction, TransactionPush } from "./transaction.js";
 export { Admin } from "./admin.js";
+export { Stream, WindowedStream, RunnableStream } from "./stream.js";
+export type { StreamContext, GateContext, WindowOptions, CronEvery, LatePolicy } from "./stream-chain.js";
+export { StreamRun, type StreamRunOptions, type StreamMetrics, type StreamErrorContext } from "./stream-runner.js";
+export type { Registration } from "./stream-wire.js";
+export {
+  tokenBucketGate,
+  slidingWindowGate,
+  type TokenBucketOptions,
+  type SlidingWindowOptions,
+} from "./stream-gates.js";
 export type { TokenSource } from "./transport.js";
 export {
   ERROR_CODES,

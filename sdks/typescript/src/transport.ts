@@ -2,7 +2,8 @@
  * HTTP transport: one request over `fetch` with failover across servers, retries with exponential
  * backoff and jitter, per-attempt timeouts, bearer tokens and error mapping.
  *
- * Retried: network failures, timeouts and 5xx answers (except `501`). Never retried: 4xx answers.
+ * Retried: network failures, timeouts and 5xx answers (except `501`). Never retried: 4xx answers,
+ * except those a request names in `retryStatuses` (the streams routes retry `408` and `429`).
  * Callers make non-idempotent requests safe to retry before they get here (push items carry a
  * client-assigned transactionId).
  */
@@ -47,6 +48,8 @@ export interface RequestOptions {
   signal?: AbortSignal | undefined;
   /** Error statuses whose JSON body is a regular answer here (`/health` answers `503` unhealthy). */
   acceptStatuses?: readonly number[] | undefined;
+  /** Statuses below 500 that are retried too (the streams routes retry `408` and `429`). */
+  retryStatuses?: readonly number[] | undefined;
 }
 
 /** A successful (2xx) response. */
@@ -87,7 +90,7 @@ export class Transport {
         return result;
       } catch (error) {
         if (request.signal?.aborted) throw request.signal.reason;
-        if (!isRetryable(error)) throw error;
+        if (!isRetryable(error, request.retryStatuses)) throw error;
         lastError = error;
       }
     }
@@ -152,12 +155,13 @@ export class Transport {
   }
 }
 
-/** `Retry-After` of 5xx answers, in milliseconds, for the backoff before the next attempt. */
+/** `Retry-After` of 5xx and 429 answers, in milliseconds, for the backoff before the next attempt. */
 const retryAfterMillis = new WeakMap<ReginaError, number>();
 
-function isRetryable(error: unknown): boolean {
+function isRetryable(error: unknown, also: readonly number[] = []): boolean {
   if (error instanceof ReginaNetworkError) return true;
-  return error instanceof ReginaError && error.status >= 500 && error.status !== 501;
+  if (!(error instanceof ReginaError)) return false;
+  return (error.status >= 500 && error.status !== 501) || also.includes(error.status);
 }
 
 function parseResponse<T>(response: Response, text: string, accept: readonly number[] = []): HttpResult<T> {
@@ -185,7 +189,7 @@ function parseResponse<T>(response: Response, text: string, accept: readonly num
     results: Array.isArray(body) ? body : fields.results,
   });
   const retryAfter = Number(response.headers.get("retry-after"));
-  if (response.status >= 500 && Number.isFinite(retryAfter) && retryAfter > 0) {
+  if ((response.status >= 500 || response.status === 429) && Number.isFinite(retryAfter) && retryAfter > 0) {
     retryAfterMillis.set(error, retryAfter * 1000);
   }
   throw error;

@@ -1,6 +1,6 @@
 /**
  * The built package bundles for the browser and works with browser globals only: the bundle runs
- * in a sandbox that has `fetch`, `AbortController`, timers, `crypto` and URL classes — no
+ * in a sandbox that has `fetch`, `AbortController`, timers, `crypto`, `TextEncoder` and URL classes — no
  * `process`, `require` or `Buffer` — and talks to the live broker from there.
  */
 
@@ -33,6 +33,7 @@ async function browserSandbox(): Promise<vm.Context & { run?: (url: string, queu
     URL,
     URLSearchParams,
     crypto,
+    TextEncoder,
     console,
     setTimeout,
     clearTimeout,
@@ -53,7 +54,9 @@ describe("in a browser-like sandbox", () => {
         const pushed = await client.queue(queue).partition("b").push([{ payload: { from: "browser" } }]);
         const messages = await client.queue(queue).partition("b").autoAck().pop();
         const error = await client.queue(queue).batch(0).pop().catch((caught) => caught);
+        const hash = await client.stream(queue).map((v) => v).filter(Boolean).to("sink-a").configHash();
         return JSON.stringify({
+          hash,
           nodeOnly,
           statuses: pushed.map((result) => result.status),
           payloads: messages.map((message) => message.data),
@@ -66,6 +69,7 @@ describe("in a browser-like sandbox", () => {
       await (sandbox.run as NonNullable<typeof sandbox.run>)(brokerUrl(), uniqueName("browser")),
     );
     expect(outcome).toEqual({
+      hash: "3e7a7ad0d6a5c72651575a7fe73ab85d64f8cac23b02e03f4337f27df1b3268c",
       nodeOnly: ["undefined", "undefined", "undefined"],
       statuses: ["queued"],
       payloads: [{ from: "browser" }],

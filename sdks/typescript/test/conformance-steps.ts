@@ -6,6 +6,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { expect } from "vitest";
 import { ReginaError, type DlqEntry, type Message, type Queue, type Regina } from "../src/index.js";
+import { runStream, streamHash, type StreamTotals } from "./conformance-streams.js";
 
 /** A step after placeholder substitution. */
 export type Step = Record<string, unknown> & { op: string };
@@ -15,6 +16,8 @@ export interface Run {
   client: Regina;
   saved: Map<string, unknown[]>;
   marks: Map<string, string>;
+  /** Stream metrics summed over the earlier stream steps, by `queryId`. */
+  streamTotals: StreamTotals;
 }
 
 type Result = Record<string, unknown>;
@@ -58,6 +61,11 @@ function check(result: Result, expectation: Expectation, label: string): void {
       expect([...(result.transactionIdSet as string[])].sort(), `${label}: transactionIds`).toEqual(
         [...(expected as string[])].sort(),
       );
+    } else if ((key === "metrics" || key === "acrossRuns") && typeof result[key] === "object") {
+      checkMetrics(result[key] as Record<string, number>, expected as Record<string, unknown>, `${label} ${key}`);
+    } else if (key === "resultsAnyOrder" && Array.isArray(result.results)) {
+      const canonical = (list: unknown[]) => list.map((item) => JSON.stringify(sortKeys(item))).sort();
+      expect(canonical(result.results), `${label}: results (any order)`).toEqual(canonical(expected as unknown[]));
     } else if ((key === "success" || key === "code") && Array.isArray(result.items)) {
       const values = (result.items as Record<string, unknown>[]).map((item) => item[key]);
       expect(values.length, `${label}: ${key} of no item`).toBeGreaterThan(0);
@@ -67,6 +75,28 @@ function check(result: Result, expectation: Expectation, label: string): void {
       expect(result[key], `${label}: ${key}`).toEqual(expected);
     }
   }
+}
+
+/** Metrics are exact unless the expectation is `{atLeast: n}`. */
+function checkMetrics(metrics: Record<string, number>, expected: Record<string, unknown>, label: string): void {
+  for (const [name, want] of Object.entries(expected)) {
+    expect(name in metrics, `${label}: the run has no metric "${name}"`).toBe(true);
+    if (typeof want === "object" && want !== null && "atLeast" in want) {
+      expect(metrics[name], `${label}: metric ${name}`).toBeGreaterThanOrEqual((want as { atLeast: number }).atLeast);
+    } else {
+      expect(metrics[name], `${label}: metric ${name}`).toEqual(want);
+    }
+  }
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((key) => [key, sortKeys((value as Record<string, unknown>)[key])]),
+  );
 }
 
 function checkMessages(messages: Message[], key: string, expected: unknown, label: string): void {
@@ -257,6 +287,10 @@ const STEPS: Record<string, StepFn> = {
     run.marks.set(step.name as string, new Date().toISOString());
     return undefined;
   },
+
+  stream: (run, step) => runStream(run.client, step, run.streamTotals),
+
+  streamHash: (run, step) => streamHash(run.client, step),
 
   async sleep(_run, step) {
     await new Promise((resolve) => setTimeout(resolve, step.ms as number));

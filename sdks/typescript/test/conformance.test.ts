@@ -48,7 +48,7 @@ async function runScenario(scenario: Scenario, file: string): Promise<void> {
   const servers = (scenario.client?.servers ?? ["${url}"]).map((server) => substitute(server, values) as string);
   const retries = scenario.client?.retries;
   const client = new Regina(retries === undefined ? { servers } : { servers, retries });
-  const run: Run = { client, saved: new Map(), marks };
+  const run: Run = { client, saved: new Map(), marks, streamTotals: new Map() };
   for (const [position, raw] of scenario.steps.entries()) {
     const step = substitute(raw, values) as Step;
     await runStep(run, step, `${file} step ${position + 1} (${step.op})`);

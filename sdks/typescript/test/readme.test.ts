@@ -3,18 +3,18 @@
  * TypeScript and run as written (with the broker URL and queue names swapped for the test's).
  */
 
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import ts from "typescript";
 import { beforeAll, describe, expect, it } from "vitest";
-import { brokerUrl, client, uniqueName } from "./helpers.js";
+import { brokerUrl, client, delay, uniqueName } from "./helpers.js";
 
 const root = fileURLToPath(new URL("../", import.meta.url));
 // Inside the package, so that `import "regina-client"` resolves to this package's build.
 const directory = `${root}.samples/`;
-const NAMES = ["produce", "consume", "pipeline"] as const;
+const NAMES = ["produce", "consume", "pipeline", "stream"] as const;
 
 function extract(): Map<string, string> {
   const readme = readFileSync(`${root}README.md`, "utf8");
@@ -34,7 +34,7 @@ beforeAll(() => {
 });
 
 describe("README samples", () => {
-  it("has the three samples", () => {
+  it("has the four samples", () => {
     expect([...samples.keys()]).toEqual([...NAMES]);
   });
 
@@ -60,16 +60,30 @@ describe("README samples", () => {
     expect(diagnostics).toEqual([]);
   }, 60_000);
 
-  it("run as written: produce, consume with a group, transactional pipeline", async () => {
+  it("run as written: produce, consume with a group, transactional pipeline, stream", async () => {
     const orders = uniqueName("orders");
     const shipments = uniqueName("shipments");
-    const run = async (name: (typeof NAMES)[number]): Promise<string> => {
+    const revenue = uniqueName("revenue");
+    const write = (name: (typeof NAMES)[number]): string => {
       const code = (samples.get(name) ?? "")
         .replaceAll("http://localhost:6632", brokerUrl())
         .replaceAll('"orders"', JSON.stringify(orders))
-        .replaceAll('"shipments"', JSON.stringify(shipments));
+        .replaceAll('"shipments"', JSON.stringify(shipments))
+        .replaceAll('"customer-revenue"', JSON.stringify(revenue))
+        .replaceAll('"revenue-per-second"', JSON.stringify(`${revenue}-query`));
       const file = `${directory}${name}.mjs`;
-      writeFileSync(file, code);
+      // The stream sample names its payload type: strip the types as a TypeScript runner would.
+      const javascript =
+        name === "stream"
+          ? ts.transpileModule(code, {
+              compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+            }).outputText
+          : code;
+      writeFileSync(file, javascript);
+      return file;
+    };
+    const run = async (name: (typeof NAMES)[number]): Promise<string> => {
+      const file = write(name);
       const { stdout } = await promisify(execFile)(process.execPath, [file], { timeout: 30_000 });
       return stdout;
     };
@@ -90,5 +104,21 @@ describe("README samples", () => {
     ]);
     expect(messages[1]?.transactionId).toBe("ship-order-2");
     expect(await client().queue(orders).group("fulfilment").pop()).toEqual([]);
-  }, 60_000);
+
+    // The stream runs until Ctrl-C: wait for its window total in the sink, then interrupt it.
+    const child = spawn(process.execPath, [write("stream")], { stdio: ["ignore", "pipe", "pipe"] });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    let totals: unknown[] = [];
+    for (let waited = 0; totals.length === 0 && waited < 60_000; waited += 200) {
+      totals = (await client().queue(revenue).partition("customer-42").batch(10).autoAck().pop()).map((m) => m.data);
+      if (totals.length === 0) await delay(200);
+    }
+    child.kill("SIGINT");
+    expect(await exited, output).toBe(0);
+    expect(totals).toEqual([{ customer: "customer-42", windowStart: expect.any(Number), count: 2, revenue: 65 }]);
+    expect(output).toContain("settled 2 orders");
+  }, 120_000);
 });

@@ -51,6 +51,13 @@ from ._models import (
     TransactionItemResult,
     TransactionResult,
 )
+from ._stream import AsyncStream, Stream, WindowedStream
+from ._stream_async import AsyncStreamRunner
+from ._stream_calls import Registration
+from ._stream_chain import GateContext, StreamContext
+from ._stream_gates import sliding_window_gate, token_bucket_gate
+from ._stream_run import StreamErrorContext, StreamMetrics
+from ._stream_sync import StreamRunner
 from ._sync import Admin, Queue, Regina, Transaction
 
 __version__ = "0.1.0"
@@ -64,6 +71,8 @@ __all__ = [
     "AsyncAdmin",
     "AsyncQueue",
     "AsyncRegina",
+    "AsyncStream",
+    "AsyncStreamRunner",
     "AsyncTransaction",
     "BufferOptions",
     "ConfigureResult",
@@ -73,6 +82,7 @@ __all__ = [
     "DlqEntry",
     "DlqPage",
     "ErrorCode",
+    "GateContext",
     "Health",
     "Json",
     "Message",
@@ -88,14 +98,23 @@ __all__ = [
     "QueueSummary",
     "Regina",
     "ReginaError",
+    "Registration",
     "RenewResult",
     "RequestTimeoutError",
     "RequeueResult",
     "SeekResult",
+    "Stream",
+    "StreamContext",
+    "StreamErrorContext",
+    "StreamMetrics",
+    "StreamRunner",
     "SubscriptionMode",
     "Transaction",
     "TransactionItemResult",
     "TransactionQueue",
     "TransactionResult",
+    "WindowedStream",
+    "sliding_window_gate",
+    "token_bucket_gate",
     "uuid7",
 ]

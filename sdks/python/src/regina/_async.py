@@ -38,6 +38,7 @@ from ._models import (
     TransactionResult,
 )
 from ._settings import ClientSettings
+from ._stream import AsyncStream
 from ._transport import AsyncTransport, TokenSource
 
 
@@ -307,6 +308,11 @@ class AsyncRegina:
     def queue(self, name: str) -> AsyncQueue:
         """Start a fluent call on the queue ``name``."""
         return AsyncQueue(self, name)
+
+    def stream(self, queue: str) -> AsyncStream:
+        """A stream sourced from ``queue``: chain operators (``map``, ``window_tumbling``, ``gate``…),
+        a sink (``to`` or ``foreach``), then ``run(query_id=...)``."""
+        return AsyncStream(self, queue)
 
     def transaction(self) -> AsyncTransaction:
         """Start an atomic bundle of acks and pushes."""

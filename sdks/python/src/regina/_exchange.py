@@ -6,7 +6,8 @@ attempt produced — :class:`Answer` or :class:`Failure`. It returns the decoded
 Policy: the request goes to the preferred server (the last one that answered). A network
 failure, a timeout or a retried 5xx status moves to the next server at once; a backoff delay
 (exponential with jitter) comes only after every server failed in a round. A ``Retry-After`` from
-the server lengthens that delay. 4xx answers and ``501`` are final. Non-idempotent requests are
+the server lengthens that delay. 4xx answers and ``501`` are final, except the statuses a request
+names in ``retry_statuses`` (the streams routes retry ``408`` and ``429``). Non-idempotent requests are
 safe to retry because callers give them idempotency keys before the first attempt.
 """
 
@@ -141,7 +142,7 @@ def exchange(
         try:
             response = read_answer(outcome.status, outcome.headers, outcome.content)
         except ApiError as error:
-            if error.status not in RETRIED_STATUSES:
+            if error.status not in RETRIED_STATUSES and error.status not in request.retry_statuses:
                 servers.answered(index)
                 raise
             last_error = error

@@ -30,6 +30,8 @@ class Request:
     has_body: bool = False
     timeout_s: float | None = None
     """Timeout of each attempt; ``None`` means the client's default."""
+    retry_statuses: frozenset[int] = frozenset()
+    """Statuses below 500 retried like 5xx for this request (the streams routes: 408, 429)."""
 
     def encoded_body(self) -> bytes | None:
         """The JSON body as UTF-8 bytes, or ``None`` when the request has none."""
@@ -63,6 +65,7 @@ def make_request(
     body: Any = None,
     has_body: bool | None = None,
     timeout_s: float | None = None,
+    retry_statuses: frozenset[int] = frozenset(),
 ) -> Request:
     """Build a request; query values that are ``None`` are left out, booleans become text."""
     pairs: list[tuple[str, str]] = []
@@ -77,6 +80,7 @@ def make_request(
         body=body,
         has_body=body is not None if has_body is None else has_body,
         timeout_s=timeout_s,
+        retry_statuses=retry_statuses,
     )
 
 

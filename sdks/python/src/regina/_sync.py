@@ -37,6 +37,7 @@ from ._models import (
     TransactionResult,
 )
 from ._settings import ClientSettings
+from ._stream import Stream
 from ._sync_consume import SyncConsumer
 from ._transport import SyncTransport, TokenSource
 
@@ -304,6 +305,11 @@ class Regina:
     def queue(self, name: str) -> Queue:
         """Start a fluent call on the queue ``name``."""
         return Queue(self, name)
+
+    def stream(self, queue: str) -> Stream:
+        """A stream sourced from ``queue``: chain operators (``map``, ``window_tumbling``, ``gate``…),
+        a sink (``to`` or ``foreach``), then ``run(query_id=...)``."""
+        return Stream(self, queue)
 
     def transaction(self) -> Transaction:
         """Start an atomic bundle of acks and pushes."""
