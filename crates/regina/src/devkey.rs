@@ -47,7 +47,6 @@ pub fn apply(config: &mut Config, dev_dir: &Path) -> anyhow::Result<Option<(Path
         Origin::Reused => "reusing",
     };
     tracing::warn!(
-        file = %path.display(),
         "payload encryption: {action} the development key {} (for development only; \
          set REGINA_ENCRYPTION_KEY in production)",
         path.display()

@@ -126,7 +126,12 @@ fn consume_routes() -> Vec<Route> {
             "seconds",
             json!({"type": "integer", "minimum": 1, "maximum": 86_400}),
         )]))
-        .ok(200, "The outcome, in-band", array(lease_result())),
+        .ok(
+            200,
+            "The outcome, in-band: a one-entry array; a request without a body gets the entry \
+             itself (docs/compatibility.md)",
+            json!({"oneOf": [array(lease_result()), lease_result()]}),
+        ),
         Route::post("/api/v1/transaction", Access::ReadWrite, MESSAGING)
             .summary("Pushes and acks committed together or not at all")
             .body(object_req(

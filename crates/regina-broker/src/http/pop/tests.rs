@@ -133,8 +133,10 @@ fn subscription_mode_new_spellings_start_now_and_every_other_value_means_all() {
         let params = parse(&format!("subscriptionMode={value}"), queue_target()).expect(value);
         assert_eq!(sql(&params)["subscriptionMode"], mode, "{value}");
     }
-    let mut config = Config::default();
-    config.default_subscription_mode = SubscriptionMode::New;
+    let config = Config {
+        default_subscription_mode: SubscriptionMode::New,
+        ..Config::default()
+    };
     let named = PopParams::parse(
         &Query::parse(Some("subscriptionMode=from_beginning")),
         queue_target(),
