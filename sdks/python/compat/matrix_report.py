@@ -16,7 +16,16 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
 
-AREAS = ["producer", "consumer", "transactions", "lease", "admin", "streams", "legacy_stream"]
+AREAS = [
+    "producer",
+    "consumer",
+    "transactions",
+    "lease",
+    "admin",
+    "streams",
+    "legacy_stream",
+    "beyond_v1",
+]
 
 
 def outcomes(xml: Path) -> dict[str, Counter[str]]:
