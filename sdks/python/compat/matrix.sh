@@ -25,7 +25,7 @@ releases=("$@")
 if [[ ${#releases[@]} == 0 ]]; then
   mapfile -t releases < <(grep -Ev '^\s*(#|$)' "$here/versions.txt")
 fi
-newest_0x=$(printf '%s\n' "${releases[@]}" | grep '^0\.' | sort -V | tail -n 1)
+newest_0x=$(printf '%s\n' "${releases[@]}" | { grep '^0\.' || true; } | sort -V | tail -n 1)
 
 python=${PYTHON:-python3}
 out=${CARGO_TARGET_DIR:-$root/target}/queen-compat
