@@ -1,4 +1,4 @@
-"""pytest hooks of the compatibility matrix (helpers are in ``support.py``)."""
+"""pytest hooks of the compatibility matrix (the shared functions are in ``support.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Helpers of the compatibility matrix: the published ``queen-mq`` client, unchanged, against a
+"""Shared functions of the compatibility matrix: the published ``queen-mq`` client, unchanged, against a
 live Regina (``REGINA_URL``, set by ``sdks/run-tests.sh``).
 
 Every test uses queue names of its own, so the versions of the matrix can share one broker. A test
