@@ -1,7 +1,8 @@
 """Consumer area: pop and consume with every option, groups, partitions, namespaces, manual acks,
 retries to the DLQ, automatic lease renewal, long-poll and traces.
 
-Consumers that must stop once idle pop with ``wait(False)``: a long-polling consumer notices its
+Every consumer here stops by its ``limit``; ``idle_millis`` is only a guard against a consumer that
+would otherwise wait forever. They pop with ``wait(False)``: a long-polling consumer notices its
 ``idle_millis`` only when a pop returns."""
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import Any
 import pytest
 from queen import Queen
 from support import http, immediate, name, needs, run, settled_for, take
+
+#: Idle time after which a consumer gives up: a guard only, each consumer stops by its limit first.
+IDLE_GUARD_MS = 10_000
 
 
 @pytest.mark.smoke
@@ -125,7 +129,7 @@ def test_consume_with_group_batches_each_concurrency_limit_and_idle() -> None:
             .wait(False)
             .each()
             .limit(6)
-            .idle_millis(3000)
+            .idle_millis(IDLE_GUARD_MS)
             .consume(each)
         )
         assert seen == [0, 1, 2, 3, 4, 5]
@@ -141,10 +145,11 @@ def test_consume_with_group_batches_each_concurrency_limit_and_idle() -> None:
             .batch(3)
             .wait(False)
             .concurrency(2)
-            .limit(6)
-            .idle_millis(3000)
+            .limit(3)
+            .idle_millis(IDLE_GUARD_MS)
             .consume(batch)
         )
+        # Each of the two workers stops after its limit of 3; the lease keeps them apart.
         assert sorted(n for b in batches for n in b) == [0, 1, 2, 3, 4, 5]
         assert all(0 < len(b) <= 3 for b in batches)
 
@@ -168,7 +173,7 @@ def test_manual_ack_and_consume_callbacks() -> None:
             .wait(False)
             .auto_ack(False)
             .limit(2)
-            .idle_millis(3000)
+            .idle_millis(IDLE_GUARD_MS)
             .consume(handler)
         )
         assert [a["success"] for a in acks] == [True, True], acks
@@ -188,7 +193,7 @@ def test_manual_ack_and_consume_callbacks() -> None:
             .batch(1)
             .wait(False)
             .limit(2)
-            .idle_millis(3000)
+            .idle_millis(IDLE_GUARD_MS)
             .consume(ok)
             .on_success(on_success)
         )
@@ -215,7 +220,7 @@ def test_failures_are_retried_then_dead_lettered_and_requeued() -> None:
             .batch(1)
             .wait(False)
             .limit(2)
-            .idle_millis(3000)
+            .idle_millis(IDLE_GUARD_MS)
             .consume(handler)
         )
         assert attempts == ["poison", "poison"], "retryLimit 1: two deliveries"
