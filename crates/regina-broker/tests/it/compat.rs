@@ -253,3 +253,30 @@ async fn message_admin_posts_without_a_body_use_their_defaults() {
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.body["consumerGroup"], "__QUEUE_MODE__");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_newer_clients_are_ignored_and_python_booleans_are_read() {
+    let (_b, api) = start().await;
+    api.push_to("q", "p", &[json!(1), json!(2)]).await;
+    // queen-mq 1.2+ autopilot leaves `batch` out; 1.1+ `conflation`, 2.x `frames` are extras.
+    let r = api
+        .pop(
+            "q",
+            "autopilot=true&wait=False&timeout=30000&consumerGroup=g&conflation=true&frames=true",
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.data(), vec![json!(1)], "the default batch (1) applies");
+    assert!(r.body.get("autopilot").is_none(), "no sizing echo: {r:?}");
+    // Python's urlencode spells booleans True/False (admin calls with **params).
+    let r = api
+        .send(
+            Method::DELETE,
+            "/api/v1/consumer-groups/g/queues/q?deleteMetadata=False",
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.body["metadataDeleted"], false, "{r:?}");
+}
