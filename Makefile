@@ -20,7 +20,7 @@ REGINA := $(TARGET_DIR)/release/regina
 BENCH := $(TARGET_DIR)/release/regina-bench
 
 .PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-sweep \
-  bench-smoke explain faults sdk-test dashboard dashboard-test
+  bench-smoke explain faults sdk-test compat dashboard dashboard-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -101,6 +101,10 @@ sdk-test: ensure-postgres ## SDK suites (unit, conformance scenarios, README sam
 	@status=0; for sdk in $(SDKS); do \
 	  echo "== sdks/$$sdk"; REGINA_BIN=$(REGINA) bash sdks/$$sdk/test.sh || status=1; \
 	done; exit $$status
+
+compat: ensure-postgres ## Compatibility matrix: every queen-mq release of PyPI (own virtualenvs) against a live broker; table in target/queen-compat/
+	$(CARGO) build --release -p regina
+	REGINA_BIN=$(REGINA) bash sdks/python/compat/matrix.sh $(COMPAT_RELEASES)
 
 dashboard: ## Build the web dashboard into dashboard/dist (npm ci when needed); the next broker build embeds it
 	@bash scripts/dashboard-build.sh

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Tests of the Python SDK: lint and types, unit tests, the conformance scenarios and behaviour tests
-# against a live broker (started and stopped by ../run-tests.sh), then the published Queen MQ
-# client (queen-mq 0.15) against the same broker from its own virtualenv.
+# against a live broker (started and stopped by ../run-tests.sh), then the compatibility matrix of
+# Queen's published client (queen-mq from PyPI) against the same broker: the newest 0.x release in
+# full and the smoke tests of the others, each release in its own virtualenv (compat/matrix.sh
+# --ci; `make compat` runs the whole matrix).
 #
 # Usage: sdks/python/test.sh            (REGINA_BIN=path/to/regina skips building the broker)
 # Exits non-zero when anything fails.
@@ -19,7 +21,6 @@ venv() {  # venv DIR REQUIREMENT...: create DIR once, then install what is missi
 }
 
 venv .venv -e ".[test]"
-venv .venv-compat -r compat/requirements.txt
 
 echo "--- ruff and mypy --strict"
 .venv/bin/ruff check src tests compat
@@ -32,8 +33,8 @@ status=0
   status=0
   echo "--- regina SDK: unit, conformance and behaviour tests"
   .venv/bin/pytest -q -p no:cacheprovider --tb=short tests || status=1
-  echo "--- queen-mq 0.15 against Regina"
-  .venv-compat/bin/pytest -q -p no:cacheprovider --tb=short -c compat/pytest.ini compat || status=1
+  echo "--- queen-mq releases against Regina (compatibility matrix, --ci)"
+  compat/matrix.sh --ci || status=1
   exit $status
 ' || status=$?
 exit $status

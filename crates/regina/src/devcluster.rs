@@ -38,7 +38,7 @@ pub struct DevCluster {
 impl DevCluster {
     /// Starts the cluster, creates the database if missing and points `config` at it.
     pub async fn start(config: &mut Config) -> anyhow::Result<DevCluster> {
-        let data_dir = project_dir()?.join(".regina").join("pgdata");
+        let data_dir = dev_dir()?.join("pgdata");
         let options = DevDbOptions {
             data_dir,
             port: DEV_PORT,
@@ -86,6 +86,12 @@ impl DevCluster {
         tracing::info!("dev database cluster stopped");
         Ok(())
     }
+}
+
+/// The development directory `<project>/.regina` (git-ignored): the cluster and the development
+/// encryption key live there.
+pub fn dev_dir() -> anyhow::Result<PathBuf> {
+    Ok(project_dir()?.join(".regina"))
 }
 
 /// The nearest ancestor of the current directory holding a Cargo workspace, else the current one.

@@ -6,6 +6,7 @@
 
 mod cli;
 mod devcluster;
+mod devkey;
 mod logging;
 
 use std::future::Future;
@@ -110,6 +111,19 @@ async fn serve(mut config: Config, database_configured: bool) -> anyhow::Result<
     } else {
         Some(DevCluster::start(&mut config).await?)
     };
+    // Only on the development path: a configured database without a key keeps refusing
+    // encrypting queues.
+    if dev.is_some() {
+        if let Err(e) = devcluster::dev_dir().and_then(|dir| devkey::apply(&mut config, &dir)) {
+            // Leave no server behind that nothing will use.
+            if let Some(dev) = dev.filter(DevCluster::started) {
+                if let Err(stop) = dev.stop().await {
+                    tracing::warn!("{stop:#}");
+                }
+            }
+            return Err(e);
+        }
+    }
     let address = listener
         .local_addr()
         .context("read the listening address")?;

@@ -1,5 +1,11 @@
 //! `POST /api/v1/lease/{leaseId}/extend` (spec §3.6); a lease on a queue outside the caller's
 //! scopes is refused in-band with `forbidden` (spec §1.6).
+//!
+//! The answer is the one-entry array of the spec, except for a request without a body: that one
+//! gets the entry itself, a JSON object. Queen's Python clients 0.12–1.x send no body and read the
+//! answer with `result.get("newExpiresAt")`, which no JSON array can satisfy (it decodes to a
+//! Python list); every client that reads the array sends a body (`{}` at least). See
+//! docs/compatibility.md.
 
 use axum::extract::State;
 use axum::http::{StatusCode, Uri};
@@ -13,7 +19,7 @@ use super::access::Auth;
 use super::body::{self, BodyBytes};
 use super::error::{json_response, ApiError};
 use super::names::path_segment;
-use crate::engine::json::{indexed_array, to_json};
+use crate::engine::json::{indexed_array, to_json, write_indexed};
 use crate::engine::ExtendRequest;
 use crate::state::AppState;
 
@@ -33,24 +39,19 @@ async fn extend(
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let lease_id = path_segment(&uri, LEASE_SEGMENT, "leaseId")?;
+    let shape = Shape::of(&bytes);
     let config = &state.get().config;
     let object = body::parse_object(&bytes, config.json_depth_max)?;
     let seconds = object.opt_int("seconds", 1, SECONDS_MAX)?;
     // Lease ids are UUIDs: anything else names no lease, answered in-band like an unknown one.
     if Uuid::parse_str(&lease_id).is_err() {
-        return Ok(json_response(
-            StatusCode::OK,
-            indexed_array([not_found(&lease_id).as_str()]),
-        ));
+        return Ok(shape.answer(&not_found(&lease_id)));
     }
     // Queue scopes: a lease holding a partition of a forbidden queue is not extended (in-band).
     if auth.scopes().is_some() {
         let queues = state.get().db.lease_queues(&lease_id).await?;
         if queues.iter().any(|q| !auth.allows(q)) {
-            return Ok(json_response(
-                StatusCode::OK,
-                indexed_array([forbidden(&lease_id).as_str()]),
-            ));
+            return Ok(shape.answer(&forbidden(&lease_id)));
         }
     }
     let json = to_json(&SqlExtend {
@@ -58,10 +59,38 @@ async fn extend(
         seconds,
     });
     let result = state.get().engine.extend(ExtendRequest { json }).await?;
-    Ok(json_response(
-        StatusCode::OK,
-        indexed_array([result.as_str()]),
-    ))
+    Ok(shape.answer(&result))
+}
+
+/// The form of the answer: the spec's array, or its single entry for a body-less request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Array,
+    Entry,
+}
+
+impl Shape {
+    /// `Entry` when the request carried no body at all (not even `{}`).
+    fn of(body: &[u8]) -> Shape {
+        if body.is_empty() {
+            Shape::Entry
+        } else {
+            Shape::Array
+        }
+    }
+
+    /// `200` with `entry` (one result object) in this shape; both carry `"index":0`.
+    fn answer(self, entry: &str) -> Response {
+        let body = match self {
+            Shape::Array => indexed_array([entry]),
+            Shape::Entry => {
+                let mut out = String::new();
+                write_indexed(&mut out, 0, entry);
+                out
+            }
+        };
+        json_response(StatusCode::OK, body)
+    }
 }
 
 /// One `i_reqs` element of `regina.lease_extend`.
@@ -93,6 +122,13 @@ fn forbidden(lease_id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_request_without_a_body_gets_the_bare_entry() {
+        assert_eq!(Shape::of(b""), Shape::Entry);
+        assert_eq!(Shape::of(b"{}"), Shape::Array);
+        assert_eq!(Shape::of(br#"{"seconds":5}"#), Shape::Array);
+    }
 
     #[test]
     fn unknown_lease_entry_is_valid_json() {

@@ -439,20 +439,17 @@ impl PopParams {
     }
 }
 
+/// `subscriptionMode` (spec §3.4, §4.10): `new` and `new-only` start a new group now; every other
+/// present value starts it from the beginning. Queen reads it the same way, and its clients and
+/// documentation send `from_beginning` (see docs/compatibility.md), so no spelling is refused.
 fn subscription_mode(query: &Query, default: SubscriptionMode) -> Result<&'static str, ApiError> {
-    match query
-        .string("subscriptionMode")?
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-    {
-        None => Ok(default.sql_name()),
-        Some("all") => Ok("all"),
-        Some("new" | "new-only") => Ok("new"),
-        Some(_) => Err(ApiError::invalid_parameter(
-            "subscriptionMode",
-            "subscriptionMode must be all, new or new-only",
-        )),
-    }
+    let Some(value) = query.string("subscriptionMode")? else {
+        return Ok(default.sql_name());
+    };
+    Ok(match value.to_ascii_lowercase().as_str() {
+        "new" | "new-only" => "new",
+        _ => "all",
+    })
 }
 
 fn subscription_from(query: &Query) -> Result<Option<String>, ApiError> {

@@ -186,8 +186,23 @@ async fn queue_clear(
     State(state): State<AppState>,
     auth: Auth,
     uri: Uri,
+    RawQuery(raw): RawQuery,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
+    // Queen's admin clients send `partition` to clear one partition. Regina clears whole queues
+    // only, and ignoring the filter of a destructive call would delete more than was asked.
+    let query = Query::parse(raw.as_deref());
+    if query
+        .string("partition")
+        .map_err(ApiError::unsuccessful)?
+        .is_some()
+    {
+        return Err(ApiError::invalid_parameter(
+            "partition",
+            "clearing one partition is not supported: omit partition to clear the whole queue",
+        )
+        .unsuccessful());
+    }
     let queue = path_name(
         &uri,
         CLEAR_QUEUE_SEGMENT,

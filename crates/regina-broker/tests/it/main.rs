@@ -17,6 +17,7 @@ mod auth_scopes;
 mod auth_tokens;
 mod background_jobs;
 mod capacity;
+mod compat;
 mod concurrency;
 mod configure;
 mod consumer_groups;

@@ -136,7 +136,6 @@ async fn invalid_subscription_parameters_answer_invalid_parameter() {
     let (_b, api) = start().await;
     queue_with(&api, "q", 1).await;
     for q in [
-        "consumerGroup=g&subscriptionMode=sometimes",
         "consumerGroup=g&subscriptionFrom=yesterday",
         "consumerGroup=g&subscriptionFrom=2026-13-45",
     ] {

@@ -12,4 +12,5 @@ mod dlq;
 mod errors;
 mod pop_ack;
 mod push;
+mod serve;
 mod tail;

@@ -7,7 +7,7 @@ use super::schemas::{
     any, array, boolean, integer, map_of, name, named, nullable, number, object, object_req,
     string, time, uuid,
 };
-use super::{choice, flag, instant, int, text, Access, Param, Route};
+use super::{flag, instant, int, text, Access, Param, Route};
 use crate::config::defaults;
 
 const HEALTH: &str = "health";
@@ -126,7 +126,12 @@ fn consume_routes() -> Vec<Route> {
             "seconds",
             json!({"type": "integer", "minimum": 1, "maximum": 86_400}),
         )]))
-        .ok(200, "The outcome, in-band", array(lease_result())),
+        .ok(
+            200,
+            "The outcome, in-band: a one-entry array; a request without a body gets the entry \
+             itself (docs/compatibility.md)",
+            json!({"oneOf": [array(lease_result()), lease_result()]}),
+        ),
         Route::post("/api/v1/transaction", Access::ReadWrite, MESSAGING)
             .summary("Pushes and acks committed together or not at all")
             .body(object_req(
@@ -239,12 +244,13 @@ fn pop_params(selector: bool) -> Vec<Param> {
             description: "Consumer group (queue mode by default)",
         },
         flag("autoAck", false, "Settle on delivery (at most once)"),
-        choice(
-            "subscriptionMode",
-            &["all", "new", "new-only"],
-            None,
-            "Where a new group starts (default DEFAULT_SUBSCRIPTION_MODE)",
-        ),
+        Param {
+            name: "subscriptionMode",
+            schema: json!({"type": "string",
+                           "examples": ["all", "new", "new-only", "from_beginning"]}),
+            description: "Where a new group starts: `new` or `new-only` from now, any other \
+                          value from the beginning (default DEFAULT_SUBSCRIPTION_MODE)",
+        },
         instant(
             "subscriptionFrom",
             "Where a new group starts: `now` or a timestamp",

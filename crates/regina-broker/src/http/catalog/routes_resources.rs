@@ -43,6 +43,10 @@ fn queue_routes() -> Vec<Route> {
             .ok(200, "Deleted", queue_deleted()),
         Route::delete("/api/v1/queues/{queue}/clear", Access::Admin, RESOURCES)
             .summary("Empty a queue but keep its configuration, partitions and groups")
+            .query(vec![text(
+                "partition",
+                "Not supported: present, the request is refused (400) and nothing is deleted",
+            )])
             .ok(200, "Cleared", queue_cleared())
             .errors(&[404]),
     ]

@@ -60,7 +60,6 @@ fn invalid_parameters_name_their_key() {
         ("timeout=-1", "timeout"),
         ("wait=sometimes", "wait"),
         ("autoAck=2", "autoAck"),
-        ("subscriptionMode=latest", "subscriptionMode"),
         ("subscriptionFrom=yesterday", "subscriptionFrom"),
         ("consumerGroup=%20%20", "consumerGroup"),
     ] {
@@ -120,4 +119,44 @@ fn empty_answers_follow_pop_empty_status() {
     );
     let response = params.empty_response("lease_held", 200);
     assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[test]
+fn subscription_mode_new_spellings_start_now_and_every_other_value_means_all() {
+    for (value, mode) in [
+        ("new", "new"),
+        ("NEW-ONLY", "new"),
+        ("all", "all"),
+        ("from_beginning", "all"),
+        ("latest", "all"),
+    ] {
+        let params = parse(&format!("subscriptionMode={value}"), queue_target()).expect(value);
+        assert_eq!(sql(&params)["subscriptionMode"], mode, "{value}");
+    }
+    let config = Config {
+        default_subscription_mode: SubscriptionMode::New,
+        ..Config::default()
+    };
+    let named = PopParams::parse(
+        &Query::parse(Some("subscriptionMode=from_beginning")),
+        queue_target(),
+        &config,
+    )
+    .expect("valid");
+    assert_eq!(
+        sql(&named)["subscriptionMode"],
+        "all",
+        "an explicit value beats the default"
+    );
+    let unnamed = PopParams::parse(
+        &Query::parse(Some("subscriptionMode=")),
+        queue_target(),
+        &config,
+    )
+    .expect("valid");
+    assert_eq!(
+        sql(&unnamed)["subscriptionMode"],
+        "new",
+        "empty means the default"
+    );
 }

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The compatibility matrix: Queen's published Python client (queen-mq from PyPI, unchanged), one
+# virtualenv per release, against a live Regina. Prints a table release × area → outcome and
+# writes it to <target>/queen-compat/matrix.md (and one JUnit XML file per release beside it).
+#
+# Usage: sdks/python/compat/matrix.sh [--ci] [RELEASE...]
+#   (no option)  every release of versions.txt (or the RELEASEs given), every test   (make compat)
+#   --ci         the newest 0.x release in full, the smoke tests of the others       (make test)
+# Without REGINA_URL it runs itself under sdks/run-tests.sh (a throw-away database and broker;
+# REGINA_BIN=path/to/regina skips building the broker). Exits non-zero when any test fails.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../../.." && pwd)
+if [[ -z ${REGINA_URL:-} ]]; then
+  exec "$root/sdks/run-tests.sh" "$here/matrix.sh" "$@"
+fi
+
+ci=false
+if [[ ${1:-} == --ci ]]; then
+  ci=true
+  shift
+fi
+releases=("$@")
+if [[ ${#releases[@]} == 0 ]]; then
+  mapfile -t releases < <(grep -Ev '^\s*(#|$)' "$here/versions.txt")
+fi
+newest_0x=$(printf '%s\n' "${releases[@]}" | { grep '^0\.' || true; } | sort -V | tail -n 1)
+
+python=${PYTHON:-python3}
+out=${CARGO_TARGET_DIR:-$root/target}/queen-compat
+mkdir -p "$out"
+rm -f "$out"/*.xml "$out"/modes.txt
+
+venv() {  # venv RELEASE: the release's own virtualenv, created (or completed) here
+  local dir=$out/venv-$1
+  [[ -x $dir/bin/python ]] || "$python" -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check "queen-mq==$1" "pytest>=7.4" >&2
+  echo "$dir"
+}
+
+status=0
+for release in "${releases[@]}"; do
+  mode=full
+  [[ $ci == true && $release != "$newest_0x" ]] && mode=smoke
+  echo "--- queen-mq $release ($mode) against Regina"
+  dir=$(venv "$release")
+  select=()
+  [[ $mode == smoke ]] && select=(-m smoke)
+  echo "$release $mode" >>"$out/modes.txt"
+  (cd "$here" && "$dir/bin/pytest" -p no:cacheprovider -c pytest.ini -q -rfEx --tb=short \
+    --junitxml="$out/$release.xml" "${select[@]}" .) || status=1
+done
+
+"$python" "$here/matrix_report.py" "$out" || status=1
+exit $status
