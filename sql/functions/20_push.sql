@@ -12,10 +12,12 @@
 create or replace function regina.partitions_ensure(i_items jsonb) returns void
 language plpgsql as $$
 begin
+    -- Each name is looked up by its whole key (a correlated probe with `limit`): as an anti join,
+    -- a generic plan may probe the queue alone and compare names row by row.
     insert into regina.queues (name, namespace, task)
     select s.name, split_part(s.name, '.', 1), split_part(s.name, '.', 2)
     from (select distinct e ->> 'queue' as name from jsonb_array_elements(i_items) e) s
-    where not exists (select 1 from regina.queues q where q.name = s.name)
+    where (select 1 from regina.queues q where q.name = s.name limit 1) is null
     order by s.name
     on conflict (name) do nothing;
 
@@ -23,9 +25,10 @@ begin
     select q.id, s.partition_name
     from (select distinct e ->> 'queue' as queue_name, e ->> 'partition' as partition_name
           from jsonb_array_elements(i_items) e) s
-    join regina.queues q on q.name = s.queue_name
-    where not exists (select 1 from regina.partitions p
-                      where p.queue_id = q.id and p.name = s.partition_name)
+    cross join lateral (select qq.id from regina.queues qq where qq.name = s.queue_name
+                        limit 1) q
+    where (select 1 from regina.partitions p
+           where p.queue_id = q.id and p.name = s.partition_name limit 1) is null
     order by s.queue_name, s.partition_name
     on conflict (queue_id, name) do nothing;
 end

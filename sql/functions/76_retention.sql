@@ -147,14 +147,18 @@ begin
 end
 $$;
 
--- One queue's share of a call: the partitions whose oldest message is older than the job's
--- shortest age, in id order, until i_limit messages are deleted.
+-- One queue's share of a call: its partitions in name order after i_after, at most i_scan of
+-- them, trimming those whose oldest message is older than the job's shortest age, until i_limit
+-- messages are deleted. o_after: where the next call resumes (a partition that reached the limit
+-- is examined again); o_done: no partition is left after it. Each partition costs a probe of its
+-- oldest message, so the call is bounded by i_scan whatever the queue holds.
 select regina._drop_outdated('regina._queue_trim(regina.queues, text, bigint, timestamptz)',
-                             'o_completed');
-create or replace function regina._queue_trim(i_q regina.queues, i_job text, i_limit bigint,
-                                              i_now timestamptz,
+                             'o_done');
+create or replace function regina._queue_trim(i_q regina.queues, i_job text, i_after text,
+                                              i_scan integer, i_limit bigint, i_now timestamptz,
                                               out o_removed bigint, out o_busy integer,
-                                              out o_completed bigint)
+                                              out o_completed bigint, out o_examined integer,
+                                              out o_after text, out o_done boolean)
 language plpgsql as $$
 declare
     v_groups text[] := regina._queue_groups(i_q.id);
@@ -162,76 +166,131 @@ declare
                          else least(nullif(i_q.retention_seconds, 0),
                                     nullif(i_q.completed_retention_seconds, 0)) end;
     v_partition_id bigint;
+    v_name text;
     v_deleted record;
 begin
     o_removed := 0;
     o_busy := 0;
     o_completed := 0;
-    for v_partition_id in
-        select p.id from regina.partitions p
-        cross join lateral (select m.created_at from regina.messages m
-                            where m.partition_id = p.id order by m.seq limit 1) oldest
-        where p.queue_id = i_q.id and oldest.created_at < i_now - v_age * interval '1 second'
-        order by p.id
+    o_examined := 0;
+    o_after := i_after;
+    o_done := true;
+    for v_partition_id, v_name in
+        select p.id, p.name from regina.partitions p
+        where p.queue_id = i_q.id and (i_after is null or p.name > i_after)
+        order by p.name
+        limit i_scan
     loop
-        exit when o_removed >= i_limit;
-        select * into v_deleted
-        from regina._partition_trim(i_q, i_job, v_partition_id, v_groups, i_limit - o_removed,
-                                    i_now);
-        o_busy := o_busy + case when v_deleted.o_removed is null then 1 else 0 end;
-        o_removed := o_removed + coalesce(v_deleted.o_removed, 0);
-        o_completed := o_completed + coalesce(v_deleted.o_completed, 0);
+        o_examined := o_examined + 1;
+        if (select m.created_at from regina.messages m
+            where m.partition_id = v_partition_id order by m.seq limit 1)
+           < i_now - v_age * interval '1 second' then
+            select * into v_deleted
+            from regina._partition_trim(i_q, i_job, v_partition_id, v_groups,
+                                        i_limit - o_removed, i_now);
+            o_busy := o_busy + case when v_deleted.o_removed is null then 1 else 0 end;
+            o_removed := o_removed + coalesce(v_deleted.o_removed, 0);
+            o_completed := o_completed + coalesce(v_deleted.o_completed, 0);
+            if o_removed >= i_limit then
+                o_done := false;
+                return;
+            end if;
+        end if;
+        o_after := v_name;
     end loop;
+    o_done := o_examined < i_scan;
 end
 $$;
 
--- One batch of job i_job (`retention` or `eviction`) over every queue it applies to, at most
--- i_limit messages: one row per queue where it deleted messages or met busy partitions, with
--- how many of them went for completedRetentionSeconds. The leader calls it again while a call
--- deletes i_limit messages.
-select regina._drop_outdated('regina._trim_run(text, integer, timestamptz)', 'completed');
+-- One call of job i_job (`retention` or `eviction`): at most i_limit messages deleted and
+-- 10 x i_limit partitions examined, from where the previous call stopped (regina.job_positions), queue after
+-- queue in id order. One row per queue where it deleted messages or met busy partitions, with how
+-- many of them went for completedRetentionSeconds; `more` is true until a call reaches the end of
+-- the last queue (a pass), and a row with no queue carries it when no queue row does. The leader
+-- calls it again while `more` or while a call deletes i_limit messages.
+select regina._drop_outdated('regina._trim_run(text, integer, timestamptz)', 'more');
 create or replace function regina._trim_run(i_job text, i_limit integer, i_now timestamptz)
-returns table (queue_name text, removed bigint, busy integer, completed bigint)
+returns table (queue_name text, removed bigint, busy integer, completed bigint, more boolean)
 language plpgsql as $$
 declare
+    v_position regina.job_positions;
     v_q regina.queues;
     v_left bigint := i_limit;
+    -- Examining a partition is one index probe, a small fraction of deleting a message.
+    v_scan integer := i_limit * 10;
     v_trim record;
+    v_more boolean := true;
+    v_names text[] := '{}';     -- the rows, returned once `more` is known
+    v_removed bigint[] := '{}';
+    v_busy integer[] := '{}';
+    v_completed bigint[] := '{}';
 begin
-    for v_q in select * from regina.queues q
-               where case when i_job = 'eviction' then q.max_wait_time_seconds > 0
-                          else q.retention_enabled
-                               and (q.retention_seconds > 0 or q.completed_retention_seconds > 0) end
-               order by q.id
+    insert into regina.job_positions (job) values (i_job) on conflict do nothing;
+    select * into v_position from regina.job_positions p where p.job = i_job for update;
     loop
-        exit when v_left <= 0;
-        select * into v_trim from regina._queue_trim(v_q, i_job, v_left, i_now);
+        if v_left <= 0 or v_scan <= 0 then
+            exit;
+        end if;
+        select * into v_q from regina.queues q
+        where q.id >= coalesce(v_position.queue_id, 0)
+          and case when i_job = 'eviction' then q.max_wait_time_seconds > 0
+                   else q.retention_enabled
+                        and (q.retention_seconds > 0 or q.completed_retention_seconds > 0) end
+        order by q.id
+        limit 1;
+        if not found then   -- past the last queue: the pass is complete
+            v_position.queue_id := null;
+            v_position.after_name := null;
+            v_more := false;
+            exit;
+        end if;
+        if v_q.id is distinct from v_position.queue_id then
+            v_position.queue_id := v_q.id;
+            v_position.after_name := null;
+        end if;
+        select * into v_trim
+        from regina._queue_trim(v_q, i_job, v_position.after_name, v_scan, v_left, i_now);
         v_left := v_left - v_trim.o_removed;
+        v_scan := v_scan - v_trim.o_examined;
+        if v_trim.o_done then
+            v_position.queue_id := v_q.id + 1;
+            v_position.after_name := null;
+        else
+            v_position.after_name := v_trim.o_after;
+        end if;
         continue when v_trim.o_removed = 0 and v_trim.o_busy = 0;
-        queue_name := v_q.name;
-        removed := v_trim.o_removed;
-        busy := v_trim.o_busy;
-        completed := v_trim.o_completed;
-        return next;
+        v_names := v_names || v_q.name;
+        v_removed := v_removed || v_trim.o_removed;
+        v_busy := v_busy || v_trim.o_busy;
+        v_completed := v_completed || v_trim.o_completed;
     end loop;
+    update regina.job_positions p
+    set queue_id = v_position.queue_id, after_name = v_position.after_name
+    where p.job = i_job;
     perform regina._trace_names_settle();
+    if v_more and cardinality(v_names) = 0 then
+        return query select null::text, 0::bigint, 0, 0::bigint, true;
+    end if;
+    return query select x.name, x.removed, x.busy, x.completed, v_more
+                 from unnest(v_names, v_removed, v_busy, v_completed)
+                      x(name, removed, busy, completed);
 end
 $$;
 
 -- Retention: retentionSeconds and completedRetentionSeconds, for queues with retentionEnabled.
-select regina._drop_outdated('regina.retention_run(integer, timestamptz)', 'completed');
+select regina._drop_outdated('regina.retention_run(integer, timestamptz)', 'more');
 create or replace function regina.retention_run(i_limit integer default 1000,
                                                 i_now timestamptz default null)
-returns table (queue_name text, removed bigint, busy integer, completed bigint)
+returns table (queue_name text, removed bigint, busy integer, completed bigint, more boolean)
 language sql as $$
     select * from regina._trim_run('retention', i_limit, coalesce(i_now, clock_timestamp()))
 $$;
 
 -- Eviction: maxWaitTimeSeconds (`completed` is always 0).
-select regina._drop_outdated('regina.eviction_run(integer, timestamptz)', 'completed');
+select regina._drop_outdated('regina.eviction_run(integer, timestamptz)', 'more');
 create or replace function regina.eviction_run(i_limit integer default 1000,
                                                i_now timestamptz default null)
-returns table (queue_name text, removed bigint, busy integer, completed bigint)
+returns table (queue_name text, removed bigint, busy integer, completed bigint, more boolean)
 language sql as $$
     select * from regina._trim_run('eviction', i_limit, coalesce(i_now, clock_timestamp()))
 $$;

@@ -38,6 +38,21 @@ create or replace trigger cursors_stats_dirty
     after delete on regina.cursors referencing old table as gone
     for each statement execute function regina._stats_mark_deleted();
 
+-- Records deleted partitions (their stats rows go in the next batch).
+create or replace function regina._stats_mark_partitions_deleted() returns trigger
+language plpgsql as $$
+begin
+    insert into regina.stats_dirty (partition_id)
+    select g.id from gone g
+    on conflict do nothing;
+    return null;
+end
+$$;
+
+create or replace trigger partitions_stats_dirty
+    after delete on regina.partitions referencing old table as gone
+    for each statement execute function regina._stats_mark_partitions_deleted();
+
 -- What the counts of a queue's partitions depend on besides the partitions themselves: its known
 -- groups (subscriptions and cursor holders) with their subscription starts, in a stable order:
 -- `<start epoch>@<group>` (the start has no `@`; a group name may).
@@ -49,17 +64,31 @@ language sql stable as $$
     left join regina.subscriptions s on s.queue_id = i_queue_id and s.consumer_group = g.name
 $$;
 
--- Starts a pass: marks the partitions to recount in `stats_dirty`, drops the stats of
--- partitions and queues that no longer exist, and returns how many partitions wait.
-create or replace function regina.stats_refresh_begin(i_now timestamptz default null)
+-- Starts a pass: marks the partitions to recount in `stats_dirty`, drops the stats of queues that
+-- no longer exist, and returns how many partitions wait. Partitions are compared with their
+-- counts in windows of at most i_scan, by id, each pass resuming after the previous window: every
+-- statement here reads at most i_scan partitions, the ready rows moved since the last pass and
+-- the partitions of queues whose groups changed, so a pass at any size ends and the next catches
+-- up. With more partitions than i_scan, a push to a partition outside the window shows at a later
+-- pass (moves of ready rows, deletions and group changes show at the next one).
+select regina._drop_outdated('regina.stats_refresh_begin(timestamptz)', 'i_scan');
+create or replace function regina.stats_refresh_begin(i_now timestamptz default null,
+                                                      i_scan integer default 100000)
 returns bigint
 language plpgsql as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_since timestamptz;
+    v_after bigint;
+    v_last bigint;
+    v_window integer;
     v_regrouped bigint[];
 begin
-    select coalesce(s.since, '-infinity') into v_since from regina.stats_state s for update;
+    select coalesce(s.since, '-infinity'), s.scan_after_id into v_since, v_after
+    from regina.stats_state s for update;
+    select max(w.id), count(*) into v_last, v_window
+    from (select p.id from regina.partitions p where p.id > v_after order by p.id
+          limit i_scan) w;
     -- Writes this pass does not see belong to transactions running now. Each started no earlier
     -- than the oldest of them, and stamps its ready rows with a later instant, so the next pass
     -- looks at ready rows moved after that start. Only sessions of clients write them (not
@@ -70,7 +99,8 @@ begin
                                                        where d.datname = current_database())
                                         and a.backend_type = 'client backend'
                                         and a.pid <> pg_backend_pid())),
-        pass_started_at = clock_timestamp();
+        pass_started_at = clock_timestamp(),
+        scan_after_id = case when v_window < i_scan then 0 else v_last end;
 
     insert into regina.queue_stats (queue_id, groups)
     select q.id, regina._stats_groups(q.id) from regina.queues q
@@ -86,19 +116,22 @@ begin
     insert into regina.stats_dirty (partition_id)
     select p.id from regina.partitions p
     left join regina.partition_stats s on s.partition_id = p.id
-    where s.partition_id is null or s.next_seq <> p.next_seq or p.queue_id = any (v_regrouped)
-    union
-    select r.partition_id from regina.ready r where r.eligible_at > v_since
+    where p.id > v_after and p.id <= v_last
+      and (s.partition_id is null or s.next_seq <> p.next_seq)
     union
     select s.partition_id from regina.partition_stats s
-    where s.has_work
+    where s.partition_id > v_after and s.partition_id <= v_last and s.has_work
       and not exists (select 1 from regina.ready r where r.partition_id = s.partition_id)
+    union
+    select p.id from unnest(v_regrouped) g(queue_id)
+    join regina.partitions p on p.queue_id = g.queue_id
+    union   -- ready rows live only for subscribed groups: one index range per subscription
+    select r.partition_id from regina.subscriptions sub
+    cross join lateral (select rr.partition_id from regina.ready rr
+                        where rr.queue_id = sub.queue_id
+                          and rr.consumer_group = sub.consumer_group
+                          and rr.eligible_at > v_since) r
     on conflict do nothing;
-
-    delete from regina.partition_stats s
-    where not exists (select 1 from regina.partitions p where p.id = s.partition_id);
-    delete from regina.partition_lag l
-    where not exists (select 1 from regina.partitions p where p.id = l.partition_id);
     return (select count(*) from regina.stats_dirty);
 end
 $$;
@@ -109,7 +142,9 @@ $$;
 create or replace function regina.stats_refresh_batch(i_limit integer,
                                                       i_now timestamptz default null)
 returns integer
-language plpgsql as $$
+-- Every count is an index range of one partition: a plan made while the tables were small must
+-- not scan them once per partition.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_ids bigint[];

@@ -17,6 +17,9 @@ pub(crate) struct Batch {
     /// Per queue where something was deleted: (queue, removed, removed for
     /// `completedRetentionSeconds` only).
     pub(crate) queues: Vec<(String, u64, u64)>,
+    /// The job's scan has not reached its end yet: each call examines a bounded window of
+    /// partitions, and the next one resumes after it.
+    pub(crate) more: bool,
 }
 
 /// A deletion job of the leader.
@@ -88,22 +91,23 @@ pub(crate) async fn batch(
 ) -> Result<Batch, DbError> {
     let rows = match job {
         Job::Retention => {
-            let sql =
-                "select queue_name, removed, busy, completed from regina.retention_run($1::int)";
+            let sql = "select queue_name, removed, busy, completed, more \
+                 from regina.retention_run($1::int)";
             client.query(sql, &[&limit]).await
         }
         Job::Eviction => {
-            let sql =
-                "select queue_name, removed, busy, completed from regina.eviction_run($1::int)";
+            let sql = "select queue_name, removed, busy, completed, more \
+                 from regina.eviction_run($1::int)";
             client.query(sql, &[&limit]).await
         }
         Job::PartitionCleanup => {
-            let sql = "select queue_name, removed, 0, 0::bigint \
+            let sql = "select queue_name, removed, 0, 0::bigint, more \
                        from regina.partition_cleanup($1::int, $2::int)";
             client.query(sql, &[&days, &limit]).await
         }
         Job::MetricsTrim => {
-            let sql = "select null::text, regina.metrics_trim($1::int, $2::int), 0, 0::bigint";
+            let sql =
+                "select null::text, regina.metrics_trim($1::int, $2::int), 0, 0::bigint, false";
             client.query(sql, &[&days, &limit]).await
         }
         // A stats pass has batches of its own (db::stats); it deletes nothing.
@@ -118,6 +122,7 @@ pub(crate) async fn batch(
         let removed = row.try_get::<_, i64>(1).map_err(column)?.unsigned_abs();
         let busy: i32 = row.try_get(2).map_err(column)?;
         let completed = row.try_get::<_, i64>(3).map_err(column)?.unsigned_abs();
+        batch.more |= row.try_get::<_, bool>(4).map_err(column)?;
         batch.removed += removed;
         batch.busy += u64::from(busy.unsigned_abs());
         if let Some(queue) = queue.filter(|_| removed > 0) {

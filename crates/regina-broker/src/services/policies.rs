@@ -151,8 +151,9 @@ impl Jobs {
         }
     }
 
-    /// The batches of one pass, while each deletes a full batch (or met busy partitions, a few
-    /// times) and this instance still leads; the number of rows deleted.
+    /// The batches of one pass, while each deletes a full batch or has more partitions to examine
+    /// (or met busy partitions, a few times) and this instance still leads; the number of rows
+    /// deleted.
     async fn batches(
         &self,
         client: &Client,
@@ -176,7 +177,7 @@ impl Jobs {
             let batch = jobs::batch(client, job, limit, days).await?;
             self.count(job, &batch);
             removed += batch.removed;
-            let pause = if batch.removed >= full {
+            let pause = if batch.removed >= full || batch.more {
                 BATCH_PAUSE
             } else if batch.busy > 0 && busy_retries < BUSY_RETRIES_MAX {
                 busy_retries += 1;

@@ -3,6 +3,10 @@
 
 use super::Scenario;
 
+fn identity(n: usize) -> usize {
+    n
+}
+
 /// `n` push items for `queue`, item i to partition `p<i % partitions>`, transaction ids
 /// `<tag>-<i>`, as the JSON array `regina.push` takes.
 fn push_items(queue: &str, n: usize, partitions: usize, tag: &str) -> String {
@@ -33,11 +37,29 @@ fn subscribe(queue: &str) -> String {
 /// cost follows the queue, not the push.
 pub const PUSH: &[&Scenario] = &[
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "push creating every partition",
         setup: |_, _| String::new(),
         call: |queue, n| push_call(&push_items(queue, n, n, "new")),
     },
     &Scenario {
+        input: identity,
+        own_database: false,
+        name: "push creating n partitions in a queue that has n already",
+        setup: |queue, n| push_call(&push_items(queue, n, n, "old")),
+        call: |queue, n| {
+            push_call(&format!(
+                "(select jsonb_agg(jsonb_build_object(
+                     'queue', '{queue}', 'partition', 'new-' || i, 'transactionId', 'new-' || i,
+                     'messageId', gen_random_uuid(), 'payload', i) order by i)
+                  from generate_series(0, {n} - 1) i)"
+            ))
+        },
+    },
+    &Scenario {
+        input: identity,
+        own_database: false,
         name: "push over existing partitions with subscribed groups",
         setup: |queue, n| {
             format!(
@@ -49,6 +71,8 @@ pub const PUSH: &[&Scenario] = &[
         call: |queue, n| push_call(&push_items(queue, n, n, "second")),
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "push of duplicates (stored keys, and keys repeated in the batch)",
         setup: |queue, n| push_call(&push_items(queue, n / 2, n, "dup")),
         // Items 0 … n/2-1 repeat stored keys; the rest repeat keys of each other in pairs.
@@ -110,16 +134,22 @@ fn lease_acks(n: usize, status: &str) -> String {
 /// The pop, ack, transaction and lease scenarios.
 pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "pop claiming one message from each of n partitions",
         setup: |queue, n| spread_backlog(queue, n, "{}"),
         call: |queue, n| pop_call(queue, n, n, n, false),
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "pop with autoAck draining n partitions",
         setup: |queue, n| spread_backlog(queue, n, "{}"),
         call: |queue, n| pop_call(queue, n, n, n, true),
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "pop of n messages from one partition",
         setup: |queue, n| {
             format!(
@@ -131,6 +161,8 @@ pub const DELIVERY: &[&Scenario] = &[
         call: |queue, n| pop_call(queue, n, n, 1, false),
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "ack/batch of one message on each of n leased partitions",
         setup: |queue, n| {
             format!(
@@ -147,6 +179,8 @@ pub const DELIVERY: &[&Scenario] = &[
         },
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "ack/batch of n messages of one lease",
         setup: |queue, n| {
             format!(
@@ -164,6 +198,8 @@ pub const DELIVERY: &[&Scenario] = &[
         },
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "ack/batch failing n leases (retries and dead letters)",
         setup: |queue, n| {
             format!(
@@ -180,6 +216,8 @@ pub const DELIVERY: &[&Scenario] = &[
         },
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "transaction acking n/2 leased messages and pushing n/2 single-item operations",
         setup: |queue, n| {
             format!(
@@ -206,6 +244,8 @@ pub const DELIVERY: &[&Scenario] = &[
         },
     },
     &Scenario {
+        input: identity,
+        own_database: false,
         name: "lease sweep accounting n expired leases",
         setup: |queue, n| {
             format!(
@@ -217,6 +257,104 @@ pub const DELIVERY: &[&Scenario] = &[
         call: |_, n| {
             format!(
                 "select count(*) from regina.lease_sweep({n}, clock_timestamp() + interval '1 day')"
+            )
+        },
+    },
+];
+
+/// Every other queue's deletion option off: the call works on the scenario's queue only.
+fn only_queue_deletes(queue: &str) -> String {
+    format!(
+        "update regina.queues set retention_seconds = 0, completed_retention_seconds = 0,
+                                  max_wait_time_seconds = 0
+         where name <> '{queue}'"
+    )
+}
+
+/// The deletion jobs, the requeue of a dead letter and the stats refresh.
+pub const JOBS: &[&Scenario] = &[
+    &Scenario {
+        input: identity,
+        own_database: false,
+        name: "retention deleting one message from each of n partitions",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                spread_backlog(queue, n, "{\"retentionSeconds\": 60}"),
+                only_queue_deletes(queue)
+            )
+        },
+        call: |_, n| {
+            format!(
+                "select count(*) from regina.retention_run({n}, clock_timestamp() + interval '1 hour')"
+            )
+        },
+    },
+    &Scenario {
+        input: identity,
+        own_database: false,
+        name: "eviction of one unsettled message from each of n partitions",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                spread_backlog(queue, n, "{\"maxWaitTimeSeconds\": 60}"),
+                only_queue_deletes(queue)
+            )
+        },
+        call: |_, n| {
+            format!(
+                "select count(*) from regina.eviction_run({n}, clock_timestamp() + interval '1 hour')"
+            )
+        },
+    },
+    &Scenario {
+        input: identity,
+        own_database: false,
+        name: "partition cleanup of n empty partitions",
+        setup: |queue, n| {
+            format!(
+                "{}; delete from regina.messages m using regina.partitions p, regina.queues q
+                      where p.id = m.partition_id and q.id = p.queue_id and q.name = '{queue}'",
+                spread_backlog(queue, n, "{}")
+            )
+        },
+        call: |_, n| {
+            format!(
+                "select count(*) from regina.partition_cleanup(1, {n}, clock_timestamp() + interval '2 days')"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        name: "requeue of one dead letter among n",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; select count(*) from regina.ack({})",
+                spread_backlog(queue, n, "{\"retryLimit\": 0}"),
+                pop_call(queue, n, n, n, false),
+                lease_acks(n, "failed")
+            )
+        },
+        call: |queue, _| {
+            format!(
+                "select count(*) from regina.message_requeue(
+                     (select p.uuid::text from regina.partitions p join regina.queues q
+                      on q.id = p.queue_id where q.name = '{queue}' and p.name = 'p0'),
+                     'm-0', 'g')"
+            )
+        },
+    },
+    &Scenario {
+        input: identity,
+        own_database: true,
+        name: "a stats pass over n changed partitions",
+        setup: |queue, n| spread_backlog(queue, n, "{}"),
+        call: |_, n| {
+            format!(
+                "select regina.stats_refresh_begin(clock_timestamp(), {n});
+                 select regina.stats_refresh_batch({n});
+                 select regina.stats_refresh_end({n})"
             )
         },
     },
