@@ -372,6 +372,21 @@ begin
 end
 $$;
 
+-- The cursors of a group on partitions i_partition_ids that nobody else holds, locked, in the
+-- order of i_partition_ids (partitions without a cursor are left out too).
+create or replace function regina._cursors_lock(i_partition_ids bigint[], i_group text)
+returns regina.cursors[]
+language plpgsql as $$
+begin
+    return (select coalesce(array_agg(c.cursor order by k.ord), '{}')
+            from unnest(i_partition_ids) with ordinality k(partition_id, ord)
+            cross join lateral (select cc as cursor from regina.cursors cc
+                                where cc.partition_id = k.partition_id
+                                  and cc.consumer_group = i_group
+                                for update skip locked) c);
+end
+$$;
+
 -- Claims in one pass the partitions of locked cursors that need nothing but a read (the queue has
 -- no delay, window or ttl; the cursor no lease and no pending retry), i_cursors in claim order.
 -- Reads up to i_budget messages in all, each partition from its head in offset order, so every
@@ -521,12 +536,13 @@ begin
         exit when cardinality(v_candidates) = 0;
         v_after_at := v_eligible_ats[cardinality(v_eligible_ats)];
         v_after_id := v_candidates[cardinality(v_candidates)];
-        perform regina._cursors_create(i_q.id, i_group, v_candidates, i_start_at);
-        select coalesce(array_agg(c.cursor order by k.ord), '{}') into v_cursors
-        from unnest(v_candidates) with ordinality k(partition_id, ord)
-        cross join lateral (select cc as cursor from regina.cursors cc
-                            where cc.partition_id = k.partition_id and cc.consumer_group = i_group
-                            for update skip locked) c;
+        v_cursors := regina._cursors_lock(v_candidates, i_group);
+        -- Some are busy, or have no cursor yet: create the missing ones and lock again (a
+        -- cursor locked by this transaction comes back too).
+        if cardinality(v_cursors) < cardinality(v_candidates) then
+            perform regina._cursors_create(i_q.id, i_group, v_candidates, i_start_at);
+            v_cursors := regina._cursors_lock(v_candidates, i_group);
+        end if;
 
         v_rest := array(select c.partition_id from unnest(v_cursors) c
                         where not v_plain or c.lease_active or c.retry_after > i_now);

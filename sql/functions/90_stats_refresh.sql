@@ -136,6 +136,26 @@ begin
 end
 $$;
 
+-- Adds (i_sign 1) or subtracts (-1) the counts of partitions i_partition_ids to their queues'
+-- sums.
+create or replace function regina._queue_stats_add(i_partition_ids bigint[], i_sign integer)
+returns void
+language plpgsql as $$
+begin
+    update regina.queue_stats q
+    set total = q.total + i_sign * c.total, pending = q.pending + i_sign * c.pending,
+        processing = q.processing + i_sign * c.processing,
+        completed = q.completed + i_sign * c.completed, failed = q.failed + i_sign * c.failed,
+        dead_letter = q.dead_letter + i_sign * c.dead_letter
+    from (select s.queue_id, sum(s.total) as total, sum(s.pending) as pending,
+                 sum(s.processing) as processing, sum(s.completed) as completed,
+                 sum(s.failed) as failed, sum(s.dead_letter) as dead_letter
+          from regina.partition_stats s where s.partition_id = any (i_partition_ids)
+          group by s.queue_id) c
+    where q.queue_id = c.queue_id;
+end
+$$;
+
 -- Recounts up to i_limit partitions waiting in `stats_dirty` (the counts of spec §4.16 and the
 -- lag of each group with work there); returns how many were taken. `next_seq` and `has_work` are
 -- read in the same statement as the counts, so a push or a move after it shows as a change.
@@ -159,6 +179,10 @@ begin
     if v_ids is null then
         return 0;
     end if;
+    -- The queues' sums follow each batch (their counts out, the new ones in below), so a change
+    -- shows in the queue's totals once its partition is recounted, not only when the pass ends;
+    -- the end of the pass sums them again from scratch.
+    perform regina._queue_stats_add(v_ids, -1);
     delete from regina.partition_stats s
     where s.partition_id = any (v_ids)
       and not exists (select 1 from regina.partitions p where p.id = s.partition_id);
@@ -178,6 +202,7 @@ begin
             processing = excluded.processing, completed = excluded.completed,
             failed = excluded.failed, dead_letter = excluded.dead_letter,
             counted_at = excluded.counted_at;
+    perform regina._queue_stats_add(v_ids, 1);
 
     insert into regina.partition_lag (partition_id, consumer_group, queue_id, offset_lag, head_at)
     select r.partition_id, r.consumer_group, r.queue_id, l.o_offset_lag, l.o_head_at
