@@ -1,5 +1,6 @@
-//! The two systems a scenario can drive with the same work: the broker over HTTP/1.1 keep-alive
-//! connections, or the broker's own SQL functions called directly (`raw`, the ceiling).
+//! The three systems a scenario can drive with the same work: the broker over HTTP/1.1 keep-alive
+//! connections, the broker's own SQL functions called directly (`raw`), and plain inserts of the
+//! same rows into copies of Regina's tables (`ceiling`, see [`crate::ceiling`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -14,6 +15,8 @@ use serde_json::{json, Value};
 use tokio::net::TcpStream;
 use tokio_postgres::{Client, NoTls};
 use uuid::Uuid;
+
+use crate::ceiling;
 
 /// One message to push.
 #[derive(Clone, Debug)]
@@ -78,15 +81,23 @@ pub enum TargetKind {
     Broker(String),
     /// The database URL; the number of connections to share among virtual users.
     Raw(String, usize),
+    /// The database URL; the number of connections (as for `Raw`).
+    Ceiling(String, usize),
 }
 
 impl TargetKind {
-    /// `broker` or `raw`.
+    /// `broker`, `raw` or `ceiling`.
     pub fn name(&self) -> &'static str {
         match self {
             TargetKind::Broker(_) => "broker",
             TargetKind::Raw(..) => "raw",
+            TargetKind::Ceiling(..) => "ceiling",
         }
+    }
+
+    /// Whether the virtual users speak SQL (no long-poll: consumers poll).
+    pub fn is_sql(&self) -> bool {
+        !matches!(self, TargetKind::Broker(_))
     }
 }
 
@@ -97,6 +108,8 @@ pub enum Target {
     Broker(Arc<str>),
     /// SQL: sessions share a fixed set of connections, round-robin.
     Raw(Arc<RawPool>),
+    /// SQL, like `Raw`, on the ceiling's tables.
+    Ceiling(Arc<RawPool>, Arc<ceiling::Known>),
 }
 
 /// The raw target's connections.
@@ -113,22 +126,13 @@ impl Target {
     pub async fn open(kind: &TargetKind) -> anyhow::Result<Target> {
         Ok(match kind {
             TargetKind::Broker(url) => Target::Broker(Arc::from(url.trim_end_matches('/'))),
-            TargetKind::Raw(database_url, connections) => {
-                let mut clients = Vec::new();
-                for _ in 0..(*connections).max(1) {
-                    let (client, connection) = tokio_postgres::connect(database_url, NoTls)
-                        .await
-                        .context("raw target: connect")?;
-                    tokio::spawn(connection);
-                    client
-                        .batch_execute("set statement_timeout = 60000")
-                        .await?;
-                    clients.push(client);
-                }
-                Target::Raw(Arc::new(RawPool {
-                    clients,
-                    next: AtomicUsize::new(0),
-                }))
+            TargetKind::Raw(database_url, connections) => Target::Raw(Arc::new(
+                RawPool::connect(database_url, *connections).await?,
+            )),
+            TargetKind::Ceiling(database_url, connections) => {
+                let pool = RawPool::connect(database_url, *connections).await?;
+                ceiling::install(&pool.clients[0]).await?;
+                Target::Ceiling(Arc::new(pool), Arc::default())
             }
         })
     }
@@ -140,11 +144,35 @@ impl Target {
                 base: base.clone(),
                 sender: None,
             }),
-            Target::Raw(pool) => {
-                let index = pool.next.fetch_add(1, Ordering::Relaxed) % pool.clients.len();
-                Session::Raw(pool.clone(), index)
+            Target::Raw(pool) => Session::Raw(pool.clone(), pool.next_index()),
+            Target::Ceiling(pool, known) => {
+                Session::Ceiling(pool.clone(), pool.next_index(), known.clone())
             }
         }
+    }
+}
+
+impl RawPool {
+    async fn connect(database_url: &str, connections: usize) -> anyhow::Result<RawPool> {
+        let mut clients = Vec::new();
+        for _ in 0..connections.max(1) {
+            let (client, connection) = tokio_postgres::connect(database_url, NoTls)
+                .await
+                .context("SQL target: connect")?;
+            tokio::spawn(connection);
+            client
+                .batch_execute("set statement_timeout = 60000")
+                .await?;
+            clients.push(client);
+        }
+        Ok(RawPool {
+            clients,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    fn next_index(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.clients.len()
     }
 }
 
@@ -154,6 +182,8 @@ pub enum Session {
     Broker(HttpConn),
     /// A connection of the raw pool.
     Raw(Arc<RawPool>, usize),
+    /// A connection of the ceiling's pool.
+    Ceiling(Arc<RawPool>, usize, Arc<ceiling::Known>),
 }
 
 /// A keep-alive HTTP/1.1 connection.
@@ -310,9 +340,15 @@ fn ack_json(acks: &[Ack], group: Option<&str>) -> Value {
 impl Session {
     fn raw(&self) -> Option<&Client> {
         match self {
-            Session::Raw(pool, index) => pool.clients.get(*index),
+            Session::Raw(pool, index) | Session::Ceiling(pool, index, _) => {
+                pool.clients.get(*index)
+            }
             Session::Broker(_) => None,
         }
+    }
+
+    fn no_ceiling(what: &str) -> anyhow::Error {
+        anyhow!("the ceiling target has no {what} (it models push only)")
     }
 
     /// Creates or reconfigures a queue.
@@ -345,6 +381,9 @@ impl Session {
                         &[&body.to_string()],
                     )
                     .await?;
+            }
+            Session::Ceiling(pool, index, _) => {
+                ceiling::configure(&pool.clients[*index], queue).await?;
             }
         }
         Ok(())
@@ -398,6 +437,9 @@ impl Session {
                 }
                 Ok(queued)
             }
+            Session::Ceiling(pool, index, known) => {
+                ceiling::push(&pool.clients[*index], known, items).await
+            }
         }
     }
 
@@ -425,6 +467,7 @@ impl Session {
                     _ => bail!("pop: {status} {}", String::from_utf8_lossy(&text)),
                 }
             }
+            Session::Ceiling(..) => Err(Session::no_ceiling("pop")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 let request = json!([{
@@ -472,6 +515,7 @@ impl Session {
                     bail!("ack: {status} {}", String::from_utf8_lossy(&text));
                 }
             }
+            Session::Ceiling(..) => return Err(Session::no_ceiling("ack")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 client
@@ -524,6 +568,7 @@ impl Session {
                     _ => bail!("transaction: {status} {}", String::from_utf8_lossy(&text)),
                 }
             }
+            Session::Ceiling(..) => Err(Session::no_ceiling("transaction")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 let (meta, payloads) = raw_items(items);
@@ -569,6 +614,7 @@ impl Session {
                 let body: Value = serde_json::from_slice(&text)?;
                 Ok(body["total"].as_u64().unwrap_or(0))
             }
+            Session::Ceiling(..) => Err(Session::no_ceiling("dead-letter queue")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 let query =

@@ -1,7 +1,7 @@
 //! The Markdown of a result directory (`README.md`) and of a scaling sweep (`scaling.md`).
 //!
-//! Tables put one run per column (there are usually one or two: `broker` and `raw`), so the
-//! figures of both targets sit side by side.
+//! Tables put one run per column (usually `broker`, `raw` and, for push scenarios, `ceiling`), so
+//! the figures of the targets sit side by side, followed by the ratio columns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -9,29 +9,29 @@ use std::fmt::Write as _;
 use super::format::{self, cell};
 use crate::model::{RunReport, ScalingPoint, TableStats, TelemetryReport};
 
-/// One row of a per-run table: a label and one cell per run, plus an optional broker/raw ratio.
+/// One row of a per-run table: a label, one cell per run, and one cell per ratio column.
 struct Row {
     label: String,
     cells: Vec<String>,
-    ratio: Option<String>,
+    ratios: Vec<String>,
 }
 
-/// A Markdown table of `rows`, one column per run (and a ratio column when `ratio_header`).
-fn table(out: &mut String, first: &str, headers: &[String], ratio_header: bool, rows: &[Row]) {
+/// A ratio column: its header (`broker / raw`) and the indices of the two runs.
+type Pair = (String, usize, usize);
+
+/// A Markdown table of `rows`, one column per run, then one per ratio pair.
+fn table(out: &mut String, first: &str, headers: &[String], pairs: &[Pair], rows: &[Row]) {
     let mut line = format!("| {first} |");
     for h in headers {
         let _ = write!(line, " {} |", cell(h));
     }
-    if ratio_header {
-        line.push_str(" broker / raw |");
+    for (h, _, _) in pairs {
+        let _ = write!(line, " {h} |");
     }
     out.push_str(&line);
     out.push('\n');
     out.push_str("|---|");
-    for _ in headers {
-        out.push_str("---:|");
-    }
-    if ratio_header {
+    for _ in headers.iter().map(|_| ()).chain(pairs.iter().map(|_| ())) {
         out.push_str("---:|");
     }
     out.push('\n');
@@ -40,8 +40,8 @@ fn table(out: &mut String, first: &str, headers: &[String], ratio_header: bool, 
         for c in &row.cells {
             let _ = write!(out, " {} |", cell(c));
         }
-        if ratio_header {
-            let _ = write!(out, " {} |", row.ratio.as_deref().unwrap_or(""));
+        for i in 0..pairs.len() {
+            let _ = write!(out, " {} |", row.ratios.get(i).map_or("", String::as_str));
         }
         out.push('\n');
     }
@@ -64,11 +64,11 @@ fn headers(runs: &[RunReport]) -> Vec<String> {
         .collect()
 }
 
-fn latency_of(run: &RunReport, name: &str) -> Option<(f64, f64)> {
+fn latency_of(run: &RunReport, name: &str) -> Option<(f64, f64, f64)> {
     run.latency
         .iter()
         .find(|l| l.name == name && l.count > 0)
-        .map(|l| (l.p50_ms, l.p99_ms))
+        .map(|l| (l.p50_ms, l.p99_ms, l.p999_ms))
 }
 
 fn per_sec(n: u64, run: &RunReport) -> f64 {
@@ -79,24 +79,32 @@ fn per_sec(n: u64, run: &RunReport) -> f64 {
     }
 }
 
-/// Key figures of every run. `pair` holds the indices of the broker and raw runs when both exist.
-fn key_figures(runs: &[RunReport], pair: Option<(usize, usize)>) -> Vec<Row> {
+/// Key figures of every run; `pairs` are the ratio columns.
+fn key_figures(runs: &[RunReport], pairs: &[Pair]) -> Vec<Row> {
     type Figure = (f64, String);
     let mut rows = Vec::new();
-    let mut add = |label: &str, throughput: bool, f: &dyn Fn(&RunReport) -> Option<Figure>| {
+    let mut add = |label: &str, ratio: bool, f: &dyn Fn(&RunReport) -> Option<Figure>| {
         let values: Vec<Option<Figure>> = runs.iter().map(f).collect();
-        let ratio = pair.filter(|_| throughput).and_then(|(b, r)| {
-            let b = values[b].as_ref()?.0;
-            let r = values[r].as_ref()?.0;
-            (r > 0.0).then(|| format::ratio(b / r))
-        });
+        let ratios = pairs
+            .iter()
+            .map(|(_, a, b)| {
+                let (Some(x), Some(y)) = (values[*a].as_ref(), values[*b].as_ref()) else {
+                    return String::new();
+                };
+                if ratio && y.0 > 0.0 {
+                    format::ratio(x.0 / y.0)
+                } else {
+                    String::new()
+                }
+            })
+            .collect();
         rows.push(Row {
             label: label.to_owned(),
             cells: values
                 .into_iter()
                 .map(|v| v.map_or_else(|| "–".to_owned(), |v| v.1))
                 .collect(),
-            ratio,
+            ratios,
         });
     };
     let tel = |r: &RunReport| r.telemetry.clone();
@@ -130,14 +138,73 @@ fn key_figures(runs: &[RunReport], pair: Option<(usize, usize)>) -> Vec<Row> {
         ))
     });
     for (name, label) in [
-        ("push", "push latency p50 / p99"),
-        ("e2e", "end-to-end p50 / p99"),
+        ("push", "push latency p50 / p99 / p99.9"),
+        ("e2e", "end-to-end p50 / p99 / p99.9 (producing window)"),
     ] {
         add(label, false, &|r| {
-            latency_of(r, name)
-                .map(|(p50, p99)| (p99, format!("{} / {}", format::ms(p50), format::ms(p99))))
+            latency_of(r, name).map(|(p50, p99, p999)| {
+                (
+                    p99,
+                    format!(
+                        "{} / {} / {}",
+                        format::ms(p50),
+                        format::ms(p99),
+                        format::ms(p999)
+                    ),
+                )
+            })
         });
     }
+    add("consumers kept pace", false, &|r| {
+        let ratio = r.summary.delivered_to_pushed?;
+        let kept = r.summary.kept_pace?;
+        Some((
+            ratio,
+            format!(
+                "{} ({} of pushed)",
+                if kept { "yes" } else { "**no**" },
+                format::percent(ratio)
+            ),
+        ))
+    });
+    add("PostgreSQL CPU per pushed message", true, &|r| {
+        r.summary
+            .pg_cpu_us_per_pushed
+            .map(|us| (us, format!("{us:.1} µs")))
+    });
+    add("PostgreSQL CPU per push call", true, &|r| {
+        r.summary
+            .pg_cpu_ms_per_push_call
+            .map(|ms| (ms, format!("{ms:.3} ms")))
+    });
+    add("PostgreSQL CPU per delivered message", true, &|r| {
+        r.summary
+            .pg_cpu_us_per_delivered
+            .map(|us| (us, format!("{us:.1} µs")))
+    });
+    add("broker CPU per pushed message", false, &|r| {
+        r.summary
+            .broker_cpu_us_per_pushed
+            .map(|us| (us, format!("{us:.1} µs")))
+    });
+    add("retention deleted", false, &|r| {
+        r.summary.retention_deleted.map(|n| {
+            (
+                n as f64,
+                format!("{} ({})", format::thousands(n), format::rate(per_sec(n, r))),
+            )
+        })
+    });
+    add("whole run: pushed / delivered", false, &|r| {
+        Some((
+            r.totals.pushed as f64,
+            format!(
+                "{} / {}",
+                format::thousands(r.totals.pushed),
+                format::thousands(r.totals.delivered)
+            ),
+        ))
+    });
     add("broker CPU", false, &|r| {
         tel(r)?
             .broker_cpu_secs
@@ -217,11 +284,16 @@ fn verdict(run: &RunReport) -> &'static str {
     }
 }
 
-/// The `(broker, raw)` run indices when both targets ran.
-fn broker_raw_pair(runs: &[RunReport]) -> Option<(usize, usize)> {
-    let b = runs.iter().position(|r| r.target == "broker")?;
-    let r = runs.iter().position(|r| r.target == "raw")?;
-    Some((b, r))
+/// The ratio columns: broker ÷ raw, broker ÷ ceiling, raw ÷ ceiling, where both runs exist.
+fn ratio_pairs(runs: &[RunReport]) -> Vec<Pair> {
+    super::matrix::RATIOS
+        .iter()
+        .filter_map(|(a, b)| {
+            let x = runs.iter().position(|r| r.target == *a)?;
+            let y = runs.iter().position(|r| r.target == *b)?;
+            Some((format!("{a} / {b}"), x, y))
+        })
+        .collect()
 }
 
 fn environment(out: &mut String, run: &RunReport) {
@@ -305,6 +377,7 @@ fn verification(out: &mut String, runs: &[RunReport], headers: &[String]) {
         .flat_map(|r| r.verification.delivered_per_group.keys())
         .collect();
     let mut rows = vec![Row {
+        ratios: Vec::new(),
         label: "verdict".to_owned(),
         cells: runs
             .iter()
@@ -316,13 +389,12 @@ fn verification(out: &mut String, runs: &[RunReport], headers: &[String]) {
                 }
             })
             .collect(),
-        ratio: None,
     }];
     let mut count = |label: String, f: &dyn Fn(&RunReport) -> u64| {
         rows.push(Row {
             label,
             cells: runs.iter().map(|r| format::thousands(f(r))).collect(),
-            ratio: None,
+            ratios: Vec::new(),
         });
     };
     count("pushed".to_owned(), &|r| r.verification.pushed);
@@ -344,7 +416,7 @@ fn verification(out: &mut String, runs: &[RunReport], headers: &[String]) {
     count("dead-lettered".to_owned(), &|r| {
         r.verification.dead_lettered
     });
-    table(out, "", headers, false, &rows);
+    table(out, "", headers, &[], &rows);
     for (run, header) in runs.iter().zip(headers) {
         for failure in &run.verification.failures {
             let _ = writeln!(out, "- {header}: {failure}");
@@ -492,10 +564,10 @@ fn wait_classes(out: &mut String, runs: &[RunReport], headers: &[String]) {
                     )
                 })
                 .collect(),
-            ratio: None,
+            ratios: Vec::new(),
         })
         .collect();
-    table(out, "wait class", headers, false, &rows);
+    table(out, "wait class", headers, &[], &rows);
 }
 
 fn statements(out: &mut String, runs: &[RunReport], headers: &[String]) {
@@ -568,20 +640,15 @@ pub fn summary(runs: &[RunReport], charts: &[Vec<(String, String)>]) -> String {
     out.push('\n');
 
     out.push_str("## Results\n\n");
-    let pair = broker_raw_pair(runs);
-    if pair.is_some() {
+    let pairs = ratio_pairs(runs);
+    if !pairs.is_empty() {
         out.push_str(
-            "`raw` calls the same SQL functions directly: its throughput is the ceiling the broker \
-             is measured against.\n\n",
+            "`raw` calls the broker's SQL functions directly; `ceiling` stores the same rows with \
+             plain inserts into copies of Regina's tables, without queue logic (push scenarios \
+             only). Ratios divide the figures of runs of this invocation.\n\n",
         );
     }
-    table(
-        &mut out,
-        "",
-        &headers,
-        pair.is_some(),
-        &key_figures(runs, pair),
-    );
+    table(&mut out, "", &headers, &pairs, &key_figures(runs, &pairs));
     out.push_str(
         "CPU in seconds over the measured interval (in brackets: average busy cores); \
          sizes in decimal units (1 MB = 10^6 bytes).\n\n",
@@ -643,16 +710,22 @@ pub fn scaling(points: &[ScalingPoint], chart: Option<&str>) -> String {
         out.push_str("No points.\n");
         return out;
     }
-    out.push_str("| partitions | push | delivery | push p99 |\n|---:|---:|---:|---:|\n");
     let mut sorted: Vec<&ScalingPoint> = points.iter().collect();
     sorted.sort_by_key(|p| p.partitions);
+    let _ = write!(
+        out,
+        "| partitions | push | delivery | delivery / {} partitions | push p99 |\n|---:|---:|---:|---:|---:|\n",
+        format::thousands(sorted[0].partitions)
+    );
     for p in sorted {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             format::thousands(p.partitions),
             format::rate(p.push_rate),
             format::rate(p.deliver_rate),
+            p.deliver_ratio_to_first
+                .map_or_else(|| "–".to_owned(), format::ratio),
             format::ms(p.push_p99_ms)
         );
     }
