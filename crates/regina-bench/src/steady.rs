@@ -196,14 +196,15 @@ pub struct Loop {
 
 impl Loop {
     /// Runs retention every `retention.interval`: `regina.retention_run` for `raw`, the ceiling's
-    /// delete of messages older than `seconds` for `ceiling`; None for the broker (it runs its
-    /// own).
+    /// delete of `queue`'s messages older than `seconds` for `ceiling`; None for the broker (it
+    /// runs its own).
     ///
     /// # Errors
     /// The loop's connection cannot be opened.
     pub async fn start(
         kind: &TargetKind,
         database_url: &str,
+        queue: String,
         retention: Retention,
         seconds: i64,
     ) -> anyhow::Result<Option<Loop>> {
@@ -223,7 +224,8 @@ impl Loop {
                     tick.tick().await;
                     let pass = if ceiling {
                         let cutoff = SystemTime::now() - Duration::from_secs(seconds as u64);
-                        ceiling::delete_old(&client, cutoff, i64::from(retention.batch)).await
+                        ceiling::delete_old(&client, &queue, cutoff, i64::from(retention.batch))
+                            .await
                     } else {
                         retention_pass(&client, retention.batch).await
                     };

@@ -109,7 +109,15 @@ pub enum Target {
     /// SQL: sessions share a fixed set of connections, round-robin.
     Raw(Arc<RawPool>),
     /// SQL, like `Raw`, on the ceiling's tables.
-    Ceiling(Arc<RawPool>, Arc<ceiling::Known>),
+    Ceiling(Arc<CeilingPool>),
+}
+
+/// The ceiling target's connections, each with its push statement prepared, and the partitions
+/// known to exist.
+pub struct CeilingPool {
+    pool: RawPool,
+    push: Vec<tokio_postgres::Statement>,
+    known: ceiling::Known,
 }
 
 /// The raw target's connections.
@@ -132,7 +140,15 @@ impl Target {
             TargetKind::Ceiling(database_url, connections) => {
                 let pool = RawPool::connect(database_url, *connections).await?;
                 ceiling::install(&pool.clients[0]).await?;
-                Target::Ceiling(Arc::new(pool), Arc::default())
+                let mut push = Vec::with_capacity(pool.clients.len());
+                for client in &pool.clients {
+                    push.push(ceiling::prepare(client).await?);
+                }
+                Target::Ceiling(Arc::new(CeilingPool {
+                    pool,
+                    push,
+                    known: ceiling::Known::default(),
+                }))
             }
         })
     }
@@ -145,8 +161,8 @@ impl Target {
                 sender: None,
             }),
             Target::Raw(pool) => Session::Raw(pool.clone(), pool.next_index()),
-            Target::Ceiling(pool, known) => {
-                Session::Ceiling(pool.clone(), pool.next_index(), known.clone())
+            Target::Ceiling(ceiling) => {
+                Session::Ceiling(ceiling.clone(), ceiling.pool.next_index())
             }
         }
     }
@@ -183,7 +199,7 @@ pub enum Session {
     /// A connection of the raw pool.
     Raw(Arc<RawPool>, usize),
     /// A connection of the ceiling's pool.
-    Ceiling(Arc<RawPool>, usize, Arc<ceiling::Known>),
+    Ceiling(Arc<CeilingPool>, usize),
 }
 
 /// A keep-alive HTTP/1.1 connection.
@@ -340,9 +356,8 @@ fn ack_json(acks: &[Ack], group: Option<&str>) -> Value {
 impl Session {
     fn raw(&self) -> Option<&Client> {
         match self {
-            Session::Raw(pool, index) | Session::Ceiling(pool, index, _) => {
-                pool.clients.get(*index)
-            }
+            Session::Raw(pool, index) => pool.clients.get(*index),
+            Session::Ceiling(ceiling, index) => ceiling.pool.clients.get(*index),
             Session::Broker(_) => None,
         }
     }
@@ -382,8 +397,8 @@ impl Session {
                     )
                     .await?;
             }
-            Session::Ceiling(pool, index, _) => {
-                ceiling::configure(&pool.clients[*index], queue).await?;
+            Session::Ceiling(ceiling, index) => {
+                ceiling::configure(&ceiling.pool.clients[*index], queue).await?;
             }
         }
         Ok(())
@@ -437,8 +452,8 @@ impl Session {
                 }
                 Ok(queued)
             }
-            Session::Ceiling(pool, index, known) => {
-                ceiling::push(&pool.clients[*index], known, items).await
+            Session::Ceiling(c, index) => {
+                ceiling::push(&c.pool.clients[*index], &c.push[*index], &c.known, items).await
             }
         }
     }

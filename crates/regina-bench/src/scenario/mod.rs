@@ -387,7 +387,16 @@ pub async fn run(
         .any(|g| g.forward_ratio > 0.0)
         .then(|| tokio::spawn(workers::downstream(Arc::clone(&shared), target.session())));
     let retention_loop = match &retention {
-        Some(r) => steady::Loop::start(kind, &system.database_url, r.retention, r.seconds).await?,
+        Some(r) => {
+            steady::Loop::start(
+                kind,
+                &system.database_url,
+                plan.queue(0),
+                r.retention,
+                r.seconds,
+            )
+            .await?
+        }
         None => None,
     };
 
