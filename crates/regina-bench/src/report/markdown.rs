@@ -85,6 +85,10 @@ fn key_figures(runs: &[RunReport], pairs: &[Pair]) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut add = |label: &str, ratio: bool, f: &dyn Fn(&RunReport) -> Option<Figure>| {
         let values: Vec<Option<Figure>> = runs.iter().map(f).collect();
+        // A figure no run has (e.g. end-to-end latency of a push-only scenario) gets no row.
+        if values.iter().all(Option::is_none) {
+            return;
+        }
         let ratios = pairs
             .iter()
             .map(|(_, a, b)| {

@@ -169,7 +169,9 @@ async fn measure(
     loop {
         tick.tick().await;
         let elapsed = start.elapsed();
-        if elapsed >= plan.warmup && !shared.measuring.load(Ordering::Relaxed) {
+        // A window ends at a later tick than the one it starts at (never empty).
+        let was_measuring = shared.measuring.load(Ordering::Relaxed);
+        if elapsed >= plan.warmup && !was_measuring {
             if let Some(client) = &probe {
                 deleted_start =
                     steady::deleted(client, steady::schema(kind), &plan.queue(0)).await?;
@@ -191,8 +193,10 @@ async fn measure(
         let [pushed, delivered, ..] = counts(shared);
         bar.set_position(elapsed.as_secs());
         bar.set_message(format!("pushed {pushed}  delivered {delivered}"));
-        let drained_early =
-            plan.prefill > 0 && shared.ledger.expected() > 0 && shared.ledger.complete(&group_keys);
+        let drained_early = was_measuring
+            && plan.prefill > 0
+            && shared.ledger.expected() > 0
+            && shared.ledger.complete(&group_keys);
         let producers_done = !tasks.is_empty() && tasks.iter().all(JoinHandle::is_finished);
         if elapsed >= plan.warmup + plan.duration || drained_early || producers_done {
             break;
@@ -415,6 +419,13 @@ pub async fn run(
     }
     let window = window?;
     let mut notes = Vec::new();
+    if plan.prefill > 0 && window.end[1] == window.start[1] {
+        notes.push(
+            "the pushed backlog was consumed before the measured interval began (during the \
+             warm-up): raise --prefill or lower --warmup to measure it"
+                .to_owned(),
+        );
+    }
     drain(&shared, &mut session, consumers, reader, &mut notes).await?;
     let mut verification =
         outcome::verdict(&shared, kind, system, &mut session, &mut notes).await?;
