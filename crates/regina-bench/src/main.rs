@@ -167,7 +167,8 @@ struct Common {
     /// Messages per push request (overrides the scenario's).
     #[arg(long)]
     items: Option<usize>,
-    /// Messages written straight into the tables before the run (steady-state; overrides).
+    /// Messages written straight into the tables before the run (steady-state; overrides; other
+    /// scenarios have none).
     #[arg(long)]
     stored: Option<u64>,
     /// Seconds the stored messages' created_at spans (steady-state; overrides). Retention then
@@ -180,7 +181,8 @@ struct Common {
     /// Stop producing after this many messages.
     #[arg(long)]
     messages: Option<u64>,
-    /// Backlog pushed before the pop+ack scenario measures (overrides the scenario's).
+    /// Backlog pushed before the pop+ack scenario measures (overrides the scenario's; other
+    /// scenarios have none).
     #[arg(long)]
     prefill: Option<u64>,
     /// Longest drain after producers stop, seconds.
@@ -244,7 +246,8 @@ impl Common {
         if let Some(m) = self.messages {
             plan.messages = Some(m);
         }
-        if let Some(p) = self.prefill {
+        // Backlog sizes apply to the scenarios that have a backlog of that kind.
+        if let Some(p) = self.prefill.filter(|_| plan.prefill > 0) {
             plan.prefill = p;
         }
         if let Some(d) = self.drain {
@@ -253,7 +256,7 @@ impl Common {
         if let Some(n) = self.items {
             plan.items_per_push = n.max(1);
         }
-        if let Some(n) = self.stored {
+        if let Some(n) = self.stored.filter(|_| plan.stored > 0) {
             plan.stored = n;
         }
         if let Some(r) = &mut plan.retention {
