@@ -94,10 +94,9 @@ pub async fn run(batch: &Batch<'_>) -> anyhow::Result<Outcome> {
     for plan in &batch.plans {
         let dir = (batch.dir_of)(plan);
         let mut runs: Vec<RunReport> = Vec::new();
-        let mut ceiling_na = false;
+        let ceiling_na = batch.drivers.contains(&Driver::Ceiling) && !plan.ceiling_applies();
         for &driver in &batch.drivers {
-            if driver == Driver::Ceiling && !plan.ceiling_applies() {
-                ceiling_na = true;
+            if driver == Driver::Ceiling && ceiling_na {
                 continue;
             }
             let options = options_for(&batch.options, plan);
@@ -122,13 +121,6 @@ pub async fn run(batch: &Batch<'_>) -> anyhow::Result<Outcome> {
                 outcome.points.push(scaling_point(plan, &report));
             }
             runs.push(report);
-        }
-        if ceiling_na && batch.drivers.contains(&Driver::Ceiling) {
-            for run in &mut runs {
-                if !run.notes.iter().any(|n| n == CEILING_NA) {
-                    run.notes.push(CEILING_NA.to_owned());
-                }
-            }
         }
         report::write_summary(&dir, &runs)?;
         let row = MatrixRow::of(&plan.name, &plan.description, &dir_name(&dir), &runs);
