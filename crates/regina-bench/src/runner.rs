@@ -124,7 +124,9 @@ pub async fn run(batch: &Batch<'_>) -> anyhow::Result<Outcome> {
         }
         report::write_summary(&dir, &runs)?;
         let row = MatrixRow::of(&plan.name, &plan.description, &dir_name(&dir), &runs);
-        println!("{}", row.ratio_line());
+        if !row.ratios.is_empty() {
+            println!("{}", row.ratio_line());
+        }
         outcome.rows.push(row);
         eprintln!("regina-bench: report in {}", dir.display());
     }
