@@ -8,6 +8,8 @@
 mod ceiling;
 mod explain;
 mod faults;
+mod http;
+mod lanes;
 mod plan;
 mod runner;
 mod scenario;

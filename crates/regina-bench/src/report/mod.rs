@@ -11,6 +11,7 @@
 //! directory's `README.md` ([`write_summary`]) puts the runs side by side and embeds the charts.
 
 pub mod charts;
+mod figures;
 pub mod format;
 pub mod markdown;
 pub mod matrix;

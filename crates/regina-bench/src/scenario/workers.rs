@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::plan::{decode, GroupPlan, Lanes, Plan};
+use crate::lanes::{decode, Lanes};
+use crate::plan::{GroupPlan, Plan};
 use crate::stats::Stats;
 use crate::target::{Ack, Delivery, Item, Pop, Session};
 use crate::verify::{Ledger, Seen};
