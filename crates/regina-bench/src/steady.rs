@@ -34,6 +34,8 @@ pub struct Stored {
     pub at: SystemTime,
     /// Messages stored.
     pub messages: u64,
+    /// Messages stored per partition (offsets `0 … per_partition-1`): pushes come after.
+    pub per_partition: i64,
 }
 
 /// The schema whose tables a target writes.
@@ -129,6 +131,7 @@ pub async fn fill(
     Ok(Stored {
         at,
         messages: per as u64 * partitions as u64,
+        per_partition: per,
     })
 }
 

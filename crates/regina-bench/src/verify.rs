@@ -223,8 +223,9 @@ const LANE: &str = "coalesce((payload->>'l')::bigint, (payload->>'n')::bigint >>
 const SEQ: &str = "coalesce((payload->>'s')::bigint, (payload->>'n')::bigint & 4294967295)";
 
 /// Push-only check: the tables of `schema` (`regina`, or the ceiling's) hold every acknowledged
-/// push of the run's queues (names starting with `tag`) once, in order per lane. Rows without a
-/// lane (a stored backlog) are not the run's pushes and are left out.
+/// push of the run's queues (names starting with `tag`) once, in order per lane. Offsets below
+/// `first_seq` (a stored backlog) are not read, and rows without a lane are not the run's
+/// pushes.
 ///
 /// # Errors
 /// The query fails.
@@ -233,6 +234,7 @@ pub async fn storage_check(
     ledger: &Ledger,
     tag: &str,
     schema: &str,
+    first_seq: i64,
 ) -> anyhow::Result<Verification> {
     let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
     tokio::spawn(connection);
@@ -248,10 +250,11 @@ pub async fn storage_check(
                              from {schema}.messages m
                              where m.partition_id in (select p.id from {schema}.partitions p
                                                       join {schema}.queues q on q.id = p.queue_id
-                                                      where q.name = $1 or q.name like $1 || '-%')) x
+                                                      where q.name = $1 or q.name like $1 || '-%')
+                               and m.seq >= $2) x
                        where lane is not null) y"
             ),
-            &[&tag],
+            &[&tag, &first_seq],
         )
         .await?;
     let (stored, distinct, out_of_order): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));

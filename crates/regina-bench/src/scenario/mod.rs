@@ -427,8 +427,9 @@ pub async fn run(
         );
     }
     drain(&shared, &mut session, consumers, reader, &mut notes).await?;
+    let first_seq = retention.as_ref().map_or(0, |r| r.stored.per_partition);
     let mut verification =
-        outcome::verdict(&shared, kind, system, &mut session, &mut notes).await?;
+        outcome::verdict(&shared, kind, system, &mut session, first_seq, &mut notes).await?;
     let mut retention_total = None;
     if let Some(run) = &retention {
         if let Some(failure) = retention_caught_up(plan, kind, system, run).await? {

@@ -27,13 +27,14 @@ pub fn forwarded_arrived(shared: &Shared) -> bool {
         .unwrap_or(false)
 }
 
-/// The delivery check (or, push-only, the storage check), with the dead-letter and forwarding
-/// checks of the scenarios that inject them.
+/// The delivery check (or, push-only, the storage check of offsets from `first_seq` on), with
+/// the dead-letter and forwarding checks of the scenarios that inject them.
 pub async fn verdict(
     shared: &Shared,
     kind: &TargetKind,
     system: &System,
     session: &mut Session,
+    first_seq: i64,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<Verification> {
     let plan = &shared.plan;
@@ -50,6 +51,7 @@ pub async fn verdict(
             &shared.ledger,
             &plan.tag,
             steady::schema(kind),
+            first_seq,
         )
         .await?
     } else {
