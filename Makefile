@@ -19,8 +19,8 @@ DEV_DIR := $(CURDIR)/.regina
 REGINA := $(TARGET_DIR)/release/regina
 BENCH := $(TARGET_DIR)/release/regina-bench
 
-.PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-sweep \
-  bench-smoke explain faults sdk-test compat dashboard dashboard-test
+.PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-push \
+  bench-sweep bench-smoke explain faults sdk-test compat dashboard dashboard-test
 
 help: ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | \
@@ -70,17 +70,22 @@ clean-db: ## Stop the dev database and delete .regina/
 ensure-postgres: ## Install the PostgreSQL binaries (and check cargo) when missing
 	@bash scripts/ensure-postgres.sh
 
-bench: ensure-postgres ## Benchmark matrix, broker vs raw PostgreSQL (minutes; reports in bench/results/<date>-*/)
+bench: ensure-postgres ## Benchmark matrix: every shape on broker, raw and (push shapes) ceiling (an hour or so; bench/results/<date>-matrix/)
 	$(CARGO) build --release -p regina -p regina-bench
 	$(BENCH) matrix $(BENCH_ARGS)
+
+bench-push: ensure-postgres ## Push shapes only on broker, raw and ceiling, with their ratios (bench/results/<date>-push/)
+	$(CARGO) build --release -p regina -p regina-bench
+	$(BENCH) matrix --push-only $(BENCH_ARGS)
 
 bench-sweep: ensure-postgres ## Partition-scaling sweep hi-part-10 … hi-part-100k (reports and curve in bench/results/)
 	$(CARGO) build --release -p regina -p regina-bench
 	$(BENCH) sweep --target broker $(BENCH_ARGS)
 
-bench-smoke: ensure-postgres ## A few seconds of three scenarios on both targets, release build (CI runs a smoke test through cargo test)
+bench-smoke: ensure-postgres ## A few seconds of a few scenarios on every target, release build (CI runs a smoke test through cargo test)
 	$(CARGO) build --release -p regina -p regina-bench
-	$(BENCH) run bp-10 cg-5 pop-ack --duration 3 --warmup 1 --prefill 20000 --out $(TARGET_DIR)/bench-smoke
+	$(BENCH) run bp-10 bp-100-spread cg-5 pop-ack --duration 3 --warmup 1 --prefill 20000 --out $(TARGET_DIR)/bench-smoke
+	$(BENCH) run steady-state --duration 3 --warmup 1 --stored 200000 --retention-span 20 --out $(TARGET_DIR)/bench-smoke
 
 explain: ensure-postgres ## EXPLAIN of every admin, status and analytics statement on a large fixture (minutes; report in bench/results/<date>-explain/)
 	$(CARGO) build --release -p regina-bench

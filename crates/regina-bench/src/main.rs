@@ -1,13 +1,20 @@
 //! `regina-bench`: Regina's load generator and benchmark harness.
 //!
-//! Runs named scenarios against the broker (HTTP) and against the same SQL functions called
-//! directly (`raw`, the ceiling), with resource telemetry, and writes reports under
-//! `bench/results/<date>-<scenario>/`. See `bench/METHODOLOGY.md`.
+//! Runs named scenarios against the broker (HTTP), against the same SQL functions called
+//! directly (`raw`) and, for push scenarios, against plain inserts of the same rows (`ceiling`),
+//! with resource telemetry, and writes reports under `bench/results/`. See
+//! `bench/METHODOLOGY.md`.
 
+mod ceiling;
 mod explain;
 mod faults;
+mod http;
+mod lanes;
+mod plan;
+mod runner;
 mod scenario;
 mod stats;
+mod steady;
 mod system;
 mod target;
 mod verify;
@@ -18,12 +25,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use regina_bench::model::{RunReport, ScalingPoint};
 use regina_bench::report;
 
+use crate::runner::{Batch, Driver};
 use crate::scenario::Plan;
-use crate::system::{Cluster, System, SystemOptions};
-use crate::target::TargetKind;
+use crate::system::{Cluster, SystemOptions};
 
 /// Regina's benchmark harness.
 #[derive(Debug, Parser)]
@@ -50,8 +56,16 @@ enum Verb {
         #[command(flatten)]
         common: Common,
     },
-    /// The standard matrix: bp-1/10/100, q-1/10, cg-5/10, pop-ack, e2e, app, app-overload.
+    /// The matrix: every push shape (bp-1 … bp-10kb, q-1/10, steady-state) and every pop
+    /// shape (cg-5/10, pop-ack, mixed, e2e, app, app-overload), on broker, raw and (push shapes)
+    /// ceiling; one dated directory with a summary of ratios.
     Matrix {
+        /// Only these shapes (comma-separated), in matrix order.
+        #[arg(long, value_delimiter = ',')]
+        shapes: Vec<String>,
+        /// Only the push shapes (each on broker, raw and ceiling by default).
+        #[arg(long)]
+        push_only: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -120,15 +134,22 @@ enum Verb {
 
 #[derive(Clone, Copy, Debug, PartialEq, ValueEnum)]
 enum Which {
+    /// The broker over HTTP.
     Broker,
+    /// Regina's SQL functions called directly.
     Raw,
+    /// Plain inserts of the same rows (push scenarios).
+    Ceiling,
+    /// Broker and raw.
     Both,
+    /// Broker, raw and (where it applies) ceiling.
+    All,
 }
 
 #[derive(Clone, Debug, Args)]
 struct Common {
-    /// Which system to drive.
-    #[arg(long, value_enum, default_value_t = Which::Both)]
+    /// Which systems to drive (`all`: broker, raw and, for push scenarios, ceiling).
+    #[arg(long, value_enum, default_value_t = Which::All)]
     target: Which,
     /// Measured seconds per run (overrides the scenario's).
     #[arg(long)]
@@ -145,10 +166,25 @@ struct Common {
     /// Partitions per queue (overrides the scenario's).
     #[arg(long)]
     partitions: Option<usize>,
+    /// Messages per push request (overrides the scenario's).
+    #[arg(long)]
+    items: Option<usize>,
+    /// Messages written straight into the tables before the run (steady-state; overrides; other
+    /// scenarios have none).
+    #[arg(long)]
+    stored: Option<u64>,
+    /// Seconds the stored messages' created_at spans (steady-state; overrides). Retention then
+    /// deletes about stored / span messages per second.
+    #[arg(long)]
+    retention_span: Option<f64>,
+    /// Milliseconds between retention runs (steady-state; overrides).
+    #[arg(long)]
+    retention_interval: Option<u64>,
     /// Stop producing after this many messages.
     #[arg(long)]
     messages: Option<u64>,
-    /// Backlog pushed before the pop+ack scenario measures (overrides the scenario's).
+    /// Backlog pushed before the pop+ack scenario measures (overrides the scenario's; other
+    /// scenarios have none).
     #[arg(long)]
     prefill: Option<u64>,
     /// Longest drain after producers stop, seconds.
@@ -175,7 +211,7 @@ struct Common {
     /// PostgreSQL settings for the harness's cluster.
     #[arg(long, default_value = "bench/postgresql.conf")]
     pg_conf: PathBuf,
-    /// PostgreSQL connections of the raw target.
+    /// PostgreSQL connections of the raw and ceiling targets, at most.
     #[arg(long, default_value_t = 64)]
     raw_connections: usize,
     /// Environment for the spawned broker, `KEY=VALUE` (repeatable), e.g. `DB_POOL_SIZE=8`.
@@ -212,23 +248,65 @@ impl Common {
         if let Some(m) = self.messages {
             plan.messages = Some(m);
         }
-        if let Some(p) = self.prefill {
+        // Backlog sizes apply to the scenarios that have a backlog of that kind.
+        if let Some(p) = self.prefill.filter(|_| plan.prefill > 0) {
             plan.prefill = p;
         }
         if let Some(d) = self.drain {
             plan.drain = Duration::from_secs_f64(d);
         }
+        if let Some(n) = self.items {
+            plan.items_per_push = n.max(1);
+        }
+        if let Some(n) = self.stored.filter(|_| plan.stored > 0) {
+            plan.stored = n;
+        }
+        if let Some(r) = &mut plan.retention {
+            if let Some(s) = self.retention_span {
+                r.span = Duration::from_secs_f64(s);
+            }
+            if let Some(ms) = self.retention_interval {
+                r.interval = Duration::from_millis(ms.max(1));
+            }
+        }
         plan
     }
 
-    /// Whether each run drives the broker (true) or raw SQL (false), in order.
-    fn targets(&self) -> Vec<bool> {
+    /// The systems each scenario runs on, in order.
+    fn drivers(&self) -> Vec<Driver> {
         match self.target {
-            Which::Broker => vec![true],
-            Which::Raw => vec![false],
-            Which::Both => vec![true, false],
+            Which::Broker => vec![Driver::Broker],
+            Which::Raw => vec![Driver::Raw],
+            Which::Ceiling => vec![Driver::Ceiling],
+            Which::Both => vec![Driver::Broker, Driver::Raw],
+            Which::All => vec![Driver::Broker, Driver::Raw, Driver::Ceiling],
         }
     }
+}
+
+/// Where results go: one directory per scenario (`run`, `sweep`), or one dated directory for a
+/// whole matrix with a directory per scenario inside.
+#[derive(Clone, Debug)]
+enum Layout {
+    PerScenario,
+    Matrix { dir: PathBuf, title: String },
+}
+
+/// The matrix's scenarios: `shapes` (in matrix order) or all, push shapes only with `push_only`.
+fn matrix_names(shapes: &[String], push_only: bool) -> anyhow::Result<Vec<String>> {
+    for s in shapes {
+        anyhow::ensure!(
+            plan::MATRIX.contains(&s.as_str()),
+            "`{s}` is not a matrix shape (one of {})",
+            plan::MATRIX.join(", ")
+        );
+    }
+    Ok(plan::MATRIX
+        .iter()
+        .filter(|n| shapes.is_empty() || shapes.iter().any(|s| s == *n))
+        .filter(|n| !push_only || Plan::named(n).is_some_and(|p| p.is_push_only()))
+        .map(|n| (*n).to_owned())
+        .collect())
 }
 
 fn main() -> ExitCode {
@@ -275,14 +353,17 @@ fn plans(names: &[String], common: &Common) -> anyhow::Result<Vec<Plan>> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<bool> {
-    let (plans, common, sweep) = match cli.verb {
+    let mut sweep = false;
+    let (plans, common, layout) = match cli.verb {
         Verb::List => {
             for plan in Plan::catalogue() {
-                println!("{:<14} {}", plan.name, plan.description);
+                println!("{:<15} {}", plan.name, plan.description);
             }
             return Ok(true);
         }
-        Verb::Run { scenarios, common } => (plans(&scenarios, &common)?, common, false),
+        Verb::Run { scenarios, common } => {
+            (plans(&scenarios, &common)?, common, Layout::PerScenario)
+        }
         Verb::Explain {
             queues,
             partitions,
@@ -339,40 +420,32 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
             return faults::run(chosen, &options).await;
         }
         Verb::Sweep { common } => {
-            let names: Vec<String> = [
-                "hi-part-10",
-                "hi-part-100",
-                "hi-part-1k",
-                "hi-part-10k",
-                "hi-part-100k",
-            ]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
-            (plans(&names, &common)?, common, true)
+            sweep = true;
+            let names: Vec<String> = plan::SWEEP.iter().map(|s| (*s).to_owned()).collect();
+            (plans(&names, &common)?, common, Layout::PerScenario)
         }
-        Verb::Matrix { common } => {
-            let names: Vec<String> = [
-                "bp-1",
-                "bp-10",
-                "bp-100",
-                "q-1",
-                "q-10",
-                "cg-5",
-                "cg-10",
-                "pop-ack",
-                "e2e",
-                "app",
-                "app-overload",
-            ]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
-            let mut common = common;
+        Verb::Matrix {
+            shapes,
+            push_only,
+            mut common,
+        } => {
+            let names = matrix_names(&shapes, push_only)?;
             if common.duration.is_none() {
                 common.duration = Some(20.0);
             }
-            (plans(&names, &common)?, common, false)
+            let date = time::OffsetDateTime::now_utc().date();
+            let (suffix, title) = if push_only {
+                ("push", "Push shapes: broker, raw and ceiling")
+            } else {
+                ("matrix", "Benchmark matrix")
+            };
+            let dir = common.out.join(format!("{date}-{suffix}"));
+            let title = format!("{title} — {date}");
+            (
+                plans(&names, &common)?,
+                common,
+                Layout::Matrix { dir, title },
+            )
         }
         Verb::Soak { hours, common } => {
             let mut plan = common.apply(Plan::named("soak").context("soak plan")?);
@@ -381,7 +454,7 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
                 target: Which::Broker,
                 ..common
             };
-            (vec![plan], common, false)
+            (vec![plan], common, Layout::PerScenario)
         }
     };
     let cluster = if common.database_url.is_none() {
@@ -390,124 +463,48 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
     } else {
         None
     };
-    let options = SystemOptions {
-        url: common.url.clone(),
-        database_url: common.database_url.clone(),
-        broker_pid: common.broker_pid,
-        regina_bin: common.regina_bin.clone(),
-        broker_env: common.broker_env.clone(),
-    };
     let date = time::OffsetDateTime::now_utc().date();
-    let mut all_passed = true;
-    let mut points = Vec::new();
-    let result = async {
-        for plan in &plans {
-            let dir = common.out.join(format!("{date}-{}", plan.name));
-            let mut runs: Vec<RunReport> = Vec::new();
-            for broker in common.targets() {
-                let system = System::start(&options, cluster.as_ref(), broker).await?;
-                let kind = match (&system.url, broker) {
-                    (Some(url), true) => TargetKind::Broker(url.clone()),
-                    _ => TargetKind::Raw(
-                        system.database_url.clone(),
-                        common
-                            .raw_connections
-                            .min(
-                                plan.producers
-                                    .max(plan.groups.iter().map(|g| g.consumers).sum()),
-                            )
-                            .max(1),
-                    ),
-                };
-                eprintln!(
-                    "regina-bench: {} on {} for {:.0} s",
-                    plan.name,
-                    kind.name(),
-                    plan.duration.as_secs_f64()
-                );
-                let outcome = scenario::run(plan, &kind, &system, !common.no_telemetry).await;
-                system.stop().await;
-                let report = outcome?;
-                print_line(&report);
-                all_passed &= report.verification.passed;
-                report::write_run(&dir, &report)?;
-                if sweep && broker {
-                    points.push(ScalingPoint {
-                        partitions: plan.partitions as u64,
-                        push_rate: report.summary.push_rate,
-                        deliver_rate: report.summary.deliver_rate,
-                        push_p99_ms: report
-                            .latency
-                            .iter()
-                            .find(|l| l.name == "push")
-                            .map_or(0.0, |l| l.p99_ms),
-                    });
-                }
-                runs.push(report);
+    let out = common.out.clone();
+    let batch = Batch {
+        plans,
+        drivers: common.drivers(),
+        options: SystemOptions {
+            url: common.url.clone(),
+            database_url: common.database_url.clone(),
+            broker_pid: common.broker_pid,
+            regina_bin: common.regina_bin.clone(),
+            broker_env: common.broker_env.clone(),
+        },
+        cluster: cluster.as_ref(),
+        telemetry: !common.no_telemetry,
+        sql_connections: common.raw_connections,
+        dir_of: match &layout {
+            Layout::PerScenario => Box::new(move |p: &Plan| out.join(format!("{date}-{}", p.name))),
+            Layout::Matrix { dir, .. } => {
+                let dir = dir.clone();
+                Box::new(move |p: &Plan| dir.join(&p.name))
             }
-            report::write_summary(&dir, &runs)?;
-            eprintln!("regina-bench: report in {}", dir.display());
+        },
+    };
+    let result = async {
+        let outcome = runner::run(&batch).await?;
+        if let Layout::Matrix { dir, title } = &layout {
+            report::matrix::write(dir, title, &outcome.rows)?;
+            eprintln!(
+                "regina-bench: matrix summary in {}",
+                dir.join("README.md").display()
+            );
         }
-        if sweep {
+        if sweep && !outcome.points.is_empty() {
             let dir = common.out.join(format!("{date}-hi-part-sweep"));
-            report::write_scaling(&dir, &points)?;
+            report::write_scaling(&dir, &outcome.points)?;
             eprintln!("regina-bench: scaling curve in {}", dir.display());
         }
-        Ok::<_, anyhow::Error>(())
+        Ok::<_, anyhow::Error>(outcome.passed)
     }
     .await;
     if let (Some(cluster), false) = (&cluster, common.keep_db) {
         cluster.stop()?;
     }
-    result?;
-    Ok(all_passed)
-}
-
-fn print_line(r: &RunReport) {
-    let v = &r.verification;
-    let e2e = r
-        .latency
-        .iter()
-        .find(|l| l.name == "e2e")
-        .map(|l| {
-            format!(
-                ", e2e p50 {:.1} ms p99 {:.1} ms p99.9 {:.1} ms",
-                l.p50_ms, l.p99_ms, l.p999_ms
-            )
-        })
-        .unwrap_or_default();
-    let push = r
-        .latency
-        .iter()
-        .find(|l| l.name == "push")
-        .map(|l| format!(", push p50 {:.1} ms p99 {:.1} ms", l.p50_ms, l.p99_ms))
-        .unwrap_or_default();
-    let resources = r
-        .telemetry
-        .as_ref()
-        .map(|t| {
-            format!(
-                ", broker cpu {:.1} s rss peak {:.1} MB, pg cpu {:.1} s",
-                t.broker_cpu_secs.unwrap_or(0.0),
-                t.broker_rss_peak_bytes.unwrap_or(0) as f64 / 1e6,
-                t.pg_cpu_secs
-            )
-        })
-        .unwrap_or_default();
-    println!(
-        "{} {}: pushed {:.0} msg/s, delivered {:.0} msg/s{push}{e2e}{resources}; check: pushed {}, delivered {:?}, lost {}, out-of-order {}, duplicates {} -> {}",
-        r.scenario,
-        r.target,
-        r.summary.push_rate,
-        r.summary.deliver_rate,
-        v.pushed,
-        v.delivered_per_group,
-        v.lost,
-        v.out_of_order,
-        v.duplicates,
-        if v.passed { "PASS" } else { "FAIL" }
-    );
-    for f in &v.failures {
-        println!("  failure: {f}");
-    }
+    result
 }

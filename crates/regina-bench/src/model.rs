@@ -34,6 +34,48 @@ pub struct RunReport {
     pub telemetry: Option<TelemetryReport>,
     /// Free-form observations the scenario wants in the summary (e.g. "backlog drained in 4.1 s").
     pub notes: Vec<String>,
+    /// Counts over the whole run (prefill, warm-up, measured interval and drain): what the run
+    /// did, whatever fell inside the measured interval.
+    #[serde(default)]
+    pub totals: Totals,
+}
+
+impl RunReport {
+    /// Whether the scenario only pushes (its settings list no consumer group).
+    pub fn is_push_only(&self) -> bool {
+        self.settings
+            .get("groups")
+            .and_then(|g| g.as_array())
+            .is_none_or(|g| g.is_empty())
+    }
+
+    /// The scenario's headline rate: pushes for a push-only scenario, deliveries otherwise.
+    pub fn primary_rate(&self) -> f64 {
+        if self.is_push_only() {
+            self.summary.push_rate
+        } else {
+            self.summary.deliver_rate
+        }
+    }
+}
+
+/// Counts over the whole run, from its first request to the end of the drain.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Totals {
+    /// Messages acknowledged by push responses (the pushed backlog included).
+    pub pushed: u64,
+    /// Successful push requests.
+    pub push_requests: u64,
+    /// Messages handed to consumers, all groups together.
+    pub delivered: u64,
+    /// Messages acknowledged by consumers (explicit acks).
+    pub acked: u64,
+    /// Failed requests.
+    pub errors: u64,
+    /// Observations per latency series (`push`, `pop`, `ack`, `e2e`).
+    pub latency_observations: BTreeMap<String, u64>,
+    /// Messages retention deleted (scenarios with retention), from the tables' oldest offsets.
+    pub retention_deleted: Option<u64>,
 }
 
 /// Where a run happened.
@@ -76,9 +118,40 @@ pub struct Summary {
     pub deliver_rate: f64,
     /// Messages delivered per consumer group.
     pub delivered_per_group: BTreeMap<String, u64>,
-    /// Messages pushed but not yet delivered to the slowest group at the end of the run.
+    /// Messages pushed but not yet delivered to the slowest group when the measured interval
+    /// ended (producers stop then; the drain that follows is not measured).
     pub backlog_at_end: u64,
+    /// PostgreSQL CPU per message pushed in the measured interval, microseconds.
+    #[serde(default)]
+    pub pg_cpu_us_per_pushed: Option<f64>,
+    /// PostgreSQL CPU per successful push request (HTTP request, or SQL call) in the measured
+    /// interval, milliseconds.
+    #[serde(default)]
+    pub pg_cpu_ms_per_push_call: Option<f64>,
+    /// PostgreSQL CPU per message delivered in the measured interval (pop and ack together),
+    /// microseconds. In a scenario that pushes and pops at once, the same CPU is divided by
+    /// either count: the two figures do not add up.
+    #[serde(default)]
+    pub pg_cpu_us_per_delivered: Option<f64>,
+    /// Broker CPU per message pushed in the measured interval, microseconds.
+    #[serde(default)]
+    pub broker_cpu_us_per_pushed: Option<f64>,
+    /// Deliveries in the measured interval divided by pushes in it times the number of groups
+    /// (None when nothing was pushed in the interval or nobody consumes).
+    #[serde(default)]
+    pub delivered_to_pushed: Option<f64>,
+    /// Whether consumers kept pace with producers during the measured interval:
+    /// `delivered_to_pushed` at least [`KEPT_PACE_MIN`].
+    #[serde(default)]
+    pub kept_pace: Option<bool>,
+    /// Messages retention deleted during the measured interval (scenarios with retention).
+    #[serde(default)]
+    pub retention_deleted: Option<u64>,
 }
+
+/// The share of pushed messages consumers must have received during the measured interval to
+/// count as keeping pace (the rest is what was in flight when it ended).
+pub const KEPT_PACE_MIN: f64 = 0.95;
 
 /// One interval of the timeline.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -254,4 +327,7 @@ pub struct ScalingPoint {
     pub deliver_rate: f64,
     /// Push latency p99, milliseconds.
     pub push_p99_ms: f64,
+    /// Delivery rate as a ratio of the sweep's first point (10 partitions).
+    #[serde(default)]
+    pub deliver_ratio_to_first: Option<f64>,
 }

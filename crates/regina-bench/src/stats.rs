@@ -12,11 +12,13 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("valid histogram bounds")
 }
 
-/// One latency kind: the current interval and the whole measured run.
+/// One latency kind: the current interval, the measured interval, and a count of every
+/// observation of the run.
 pub struct Latency {
     name: &'static str,
     interval: Mutex<Histogram<u64>>,
     total: Mutex<Histogram<u64>>,
+    observed: AtomicU64,
 }
 
 impl Latency {
@@ -25,11 +27,13 @@ impl Latency {
             name,
             interval: Mutex::new(histogram()),
             total: Mutex::new(histogram()),
+            observed: AtomicU64::new(0),
         }
     }
 
-    /// Records one observation.
+    /// Records one observation; `measured`: it belongs to the measured interval.
     pub fn record(&self, latency: Duration, measured: bool) {
+        self.observed.fetch_add(1, Ordering::Relaxed);
         let us = (latency.as_micros() as u64).clamp(1, 3_600_000_000);
         if let Ok(mut h) = self.interval.lock() {
             let _ = h.record(us);
@@ -57,7 +61,7 @@ impl Latency {
         out
     }
 
-    /// The whole-run series (None when nothing was recorded).
+    /// The measured interval's series (None when nothing was recorded in it).
     pub fn series(&self) -> Option<LatencySeries> {
         let h = self.total.lock().ok()?;
         if h.is_empty() {
@@ -151,7 +155,15 @@ impl Stats {
         }
     }
 
-    /// Whole-run latency series that have observations.
+    /// Observations per series over the whole run (measured or not).
+    pub fn observations(&self) -> std::collections::BTreeMap<String, u64> {
+        [&self.push, &self.pop, &self.ack, &self.e2e]
+            .iter()
+            .map(|l| (l.name.to_owned(), l.observed.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// Measured-interval latency series that have observations.
     pub fn series(&self) -> Vec<LatencySeries> {
         [&self.push, &self.pop, &self.ack, &self.e2e]
             .iter()

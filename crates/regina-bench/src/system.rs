@@ -15,8 +15,18 @@ use crate::target::wait_healthy;
 
 /// Where the harness keeps its cluster (relative to the working directory).
 pub const CLUSTER_DIR: &str = ".regina/bench-pg";
-/// The cluster's port.
+/// The cluster's port, unless `BENCH_PG_PORT` names another (two checkouts benchmarking on one
+/// machine need two ports).
 pub const CLUSTER_PORT: u16 = 55442;
+
+fn cluster_port() -> anyhow::Result<u16> {
+    match std::env::var("BENCH_PG_PORT") {
+        Ok(port) => port
+            .parse()
+            .with_context(|| format!("BENCH_PG_PORT `{port}` is not a port")),
+        Err(_) => Ok(CLUSTER_PORT),
+    }
+}
 /// The database each run gets fresh.
 const DATABASE: &str = "regina_bench";
 
@@ -63,7 +73,7 @@ impl Cluster {
     pub async fn start(pg_conf: Option<&Path>) -> anyhow::Result<Cluster> {
         let options = DevDbOptions {
             data_dir: PathBuf::from(CLUSTER_DIR),
-            port: CLUSTER_PORT,
+            port: cluster_port()?,
             fast_unsafe: false,
         };
         let start = {

@@ -1,19 +1,18 @@
-//! The two systems a scenario can drive with the same work: the broker over HTTP/1.1 keep-alive
-//! connections, or the broker's own SQL functions called directly (`raw`, the ceiling).
+//! The three systems a scenario can drive with the same work: the broker over HTTP/1.1 keep-alive
+//! connections, the broker's own SQL functions called directly (`raw`), and plain inserts of the
+//! same rows into copies of Regina's tables (`ceiling`, see [`crate::ceiling`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
-use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
 use serde_json::{json, Value};
-use tokio::net::TcpStream;
 use tokio_postgres::{Client, NoTls};
 use uuid::Uuid;
+
+pub use crate::http::{wait_healthy, HttpConn};
+
+use crate::ceiling;
 
 /// One message to push.
 #[derive(Clone, Debug)]
@@ -78,15 +77,23 @@ pub enum TargetKind {
     Broker(String),
     /// The database URL; the number of connections to share among virtual users.
     Raw(String, usize),
+    /// The database URL; the number of connections (as for `Raw`).
+    Ceiling(String, usize),
 }
 
 impl TargetKind {
-    /// `broker` or `raw`.
+    /// `broker`, `raw` or `ceiling`.
     pub fn name(&self) -> &'static str {
         match self {
             TargetKind::Broker(_) => "broker",
             TargetKind::Raw(..) => "raw",
+            TargetKind::Ceiling(..) => "ceiling",
         }
+    }
+
+    /// Whether the virtual users speak SQL (no long-poll: consumers poll).
+    pub fn is_sql(&self) -> bool {
+        !matches!(self, TargetKind::Broker(_))
     }
 }
 
@@ -97,6 +104,16 @@ pub enum Target {
     Broker(Arc<str>),
     /// SQL: sessions share a fixed set of connections, round-robin.
     Raw(Arc<RawPool>),
+    /// SQL, like `Raw`, on the ceiling's tables.
+    Ceiling(Arc<CeilingPool>),
+}
+
+/// The ceiling target's connections, each with its push statement prepared, and the partitions
+/// known to exist.
+pub struct CeilingPool {
+    pool: RawPool,
+    push: Vec<tokio_postgres::Statement>,
+    known: ceiling::Known,
 }
 
 /// The raw target's connections.
@@ -113,21 +130,20 @@ impl Target {
     pub async fn open(kind: &TargetKind) -> anyhow::Result<Target> {
         Ok(match kind {
             TargetKind::Broker(url) => Target::Broker(Arc::from(url.trim_end_matches('/'))),
-            TargetKind::Raw(database_url, connections) => {
-                let mut clients = Vec::new();
-                for _ in 0..(*connections).max(1) {
-                    let (client, connection) = tokio_postgres::connect(database_url, NoTls)
-                        .await
-                        .context("raw target: connect")?;
-                    tokio::spawn(connection);
-                    client
-                        .batch_execute("set statement_timeout = 60000")
-                        .await?;
-                    clients.push(client);
+            TargetKind::Raw(database_url, connections) => Target::Raw(Arc::new(
+                RawPool::connect(database_url, *connections).await?,
+            )),
+            TargetKind::Ceiling(database_url, connections) => {
+                let pool = RawPool::connect(database_url, *connections).await?;
+                ceiling::install(&pool.clients[0]).await?;
+                let mut push = Vec::with_capacity(pool.clients.len());
+                for client in &pool.clients {
+                    push.push(ceiling::prepare(client).await?);
                 }
-                Target::Raw(Arc::new(RawPool {
-                    clients,
-                    next: AtomicUsize::new(0),
+                Target::Ceiling(Arc::new(CeilingPool {
+                    pool,
+                    push,
+                    known: ceiling::Known::default(),
                 }))
             }
         })
@@ -136,15 +152,36 @@ impl Target {
     /// A session for one virtual user.
     pub fn session(&self) -> Session {
         match self {
-            Target::Broker(base) => Session::Broker(HttpConn {
-                base: base.clone(),
-                sender: None,
-            }),
-            Target::Raw(pool) => {
-                let index = pool.next.fetch_add(1, Ordering::Relaxed) % pool.clients.len();
-                Session::Raw(pool.clone(), index)
+            Target::Broker(base) => Session::Broker(HttpConn::new(base)),
+            Target::Raw(pool) => Session::Raw(pool.clone(), pool.next_index()),
+            Target::Ceiling(ceiling) => {
+                Session::Ceiling(ceiling.clone(), ceiling.pool.next_index())
             }
         }
+    }
+}
+
+impl RawPool {
+    async fn connect(database_url: &str, connections: usize) -> anyhow::Result<RawPool> {
+        let mut clients = Vec::new();
+        for _ in 0..connections.max(1) {
+            let (client, connection) = tokio_postgres::connect(database_url, NoTls)
+                .await
+                .context("SQL target: connect")?;
+            tokio::spawn(connection);
+            client
+                .batch_execute("set statement_timeout = 60000")
+                .await?;
+            clients.push(client);
+        }
+        Ok(RawPool {
+            clients,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    fn next_index(&self) -> usize {
+        self.next.fetch_add(1, Ordering::Relaxed) % self.clients.len()
     }
 }
 
@@ -154,103 +191,8 @@ pub enum Session {
     Broker(HttpConn),
     /// A connection of the raw pool.
     Raw(Arc<RawPool>, usize),
-}
-
-/// A keep-alive HTTP/1.1 connection.
-pub struct HttpConn {
-    base: Arc<str>,
-    sender: Option<SendRequest<Full<Bytes>>>,
-}
-
-impl HttpConn {
-    /// A connection to the broker at `base` (`http://host:port`), opened on first use.
-    pub fn new(base: &str) -> HttpConn {
-        HttpConn {
-            base: Arc::from(base.trim_end_matches('/')),
-            sender: None,
-        }
-    }
-
-    async fn connect(&mut self) -> anyhow::Result<&mut SendRequest<Full<Bytes>>> {
-        if self.sender.as_ref().is_none_or(|s| s.is_closed()) {
-            let authority = self
-                .base
-                .strip_prefix("http://")
-                .ok_or_else(|| anyhow!("only http:// URLs are supported"))?
-                .to_owned();
-            let stream = TcpStream::connect(&authority)
-                .await
-                .with_context(|| format!("connect {authority}"))?;
-            stream.set_nodelay(true)?;
-            let (sender, connection) =
-                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
-            tokio::spawn(connection);
-            self.sender = Some(sender);
-        }
-        self.sender.as_mut().ok_or_else(|| anyhow!("no connection"))
-    }
-
-    /// Sends one request; returns status and body. A transport error drops the connection (the
-    /// next request opens a new one). A request the connection closed under before writing it
-    /// (the broker may close a connection after answering, e.g. a body over its limit) is sent
-    /// again once on a new connection, as HTTP clients do.
-    ///
-    /// # Errors
-    /// Connecting, writing or reading failed.
-    pub async fn send(
-        &mut self,
-        method: &str,
-        path: &str,
-        body: Option<Vec<u8>>,
-    ) -> anyhow::Result<(u16, Bytes)> {
-        let authority = self.base.trim_start_matches("http://").to_owned();
-        let mut builder = http::Request::builder()
-            .method(method)
-            .uri(path)
-            .header("host", authority);
-        if body.is_some() {
-            builder = builder.header("content-type", "application/json");
-        }
-        let mut request = builder.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
-        let mut resent = false;
-        loop {
-            let sender = self.connect().await?;
-            let sent = match sender.ready().await {
-                Ok(()) => sender.try_send_request(request).await,
-                Err(_) if !resent => {
-                    self.sender = None;
-                    resent = true;
-                    continue;
-                }
-                Err(error) => {
-                    self.sender = None;
-                    return Err(error.into());
-                }
-            };
-            let response = match sent {
-                Ok(response) => response,
-                Err(mut unsent) => {
-                    self.sender = None;
-                    match unsent.take_message() {
-                        Some(message) if !resent => {
-                            request = message;
-                            resent = true;
-                            continue;
-                        }
-                        _ => return Err(unsent.into_error().into()),
-                    }
-                }
-            };
-            let status = response.status().as_u16();
-            return match response.into_body().collect().await {
-                Ok(body) => Ok((status, body.to_bytes())),
-                Err(error) => {
-                    self.sender = None;
-                    Err(error.into())
-                }
-            };
-        }
-    }
+    /// A connection of the ceiling's pool.
+    Ceiling(Arc<CeilingPool>, usize),
 }
 
 fn raw_items(items: &[Item]) -> (String, String) {
@@ -311,8 +253,13 @@ impl Session {
     fn raw(&self) -> Option<&Client> {
         match self {
             Session::Raw(pool, index) => pool.clients.get(*index),
+            Session::Ceiling(ceiling, index) => ceiling.pool.clients.get(*index),
             Session::Broker(_) => None,
         }
+    }
+
+    fn no_ceiling(what: &str) -> anyhow::Error {
+        anyhow!("the ceiling target has no {what} (it models push only)")
     }
 
     /// Creates or reconfigures a queue.
@@ -345,6 +292,9 @@ impl Session {
                         &[&body.to_string()],
                     )
                     .await?;
+            }
+            Session::Ceiling(ceiling, index) => {
+                ceiling::configure(&ceiling.pool.clients[*index], queue).await?;
             }
         }
         Ok(())
@@ -398,6 +348,9 @@ impl Session {
                 }
                 Ok(queued)
             }
+            Session::Ceiling(c, index) => {
+                ceiling::push(&c.pool.clients[*index], &c.push[*index], &c.known, items).await
+            }
         }
     }
 
@@ -425,6 +378,7 @@ impl Session {
                     _ => bail!("pop: {status} {}", String::from_utf8_lossy(&text)),
                 }
             }
+            Session::Ceiling(..) => Err(Session::no_ceiling("pop")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 let request = json!([{
@@ -472,6 +426,7 @@ impl Session {
                     bail!("ack: {status} {}", String::from_utf8_lossy(&text));
                 }
             }
+            Session::Ceiling(..) => return Err(Session::no_ceiling("ack")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 client
@@ -524,6 +479,7 @@ impl Session {
                     _ => bail!("transaction: {status} {}", String::from_utf8_lossy(&text)),
                 }
             }
+            Session::Ceiling(..) => Err(Session::no_ceiling("transaction")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 let (meta, payloads) = raw_items(items);
@@ -569,6 +525,7 @@ impl Session {
                 let body: Value = serde_json::from_slice(&text)?;
                 Ok(body["total"].as_u64().unwrap_or(0))
             }
+            Session::Ceiling(..) => Err(Session::no_ceiling("dead-letter queue")),
             Session::Raw(..) => {
                 let client = self.raw().ok_or_else(|| anyhow!("no client"))?;
                 let query =
@@ -583,23 +540,5 @@ impl Session {
                 Ok(body["total"].as_u64().unwrap_or(0))
             }
         }
-    }
-}
-
-/// Waits until `GET /health` answers 200.
-///
-/// # Errors
-/// Not healthy within `within`.
-pub async fn wait_healthy(base: &str, within: Duration) -> anyhow::Result<()> {
-    let deadline = tokio::time::Instant::now() + within;
-    let mut conn = HttpConn::new(base);
-    loop {
-        if let Ok((200, _)) = conn.send("GET", "/health", None).await {
-            return Ok(());
-        }
-        if tokio::time::Instant::now() > deadline {
-            bail!("broker at {base} not healthy within {within:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

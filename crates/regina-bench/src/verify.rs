@@ -217,6 +217,76 @@ impl Ledger {
     }
 }
 
+/// A stored message's lane and sequence: the `l` and `s` fields of a tagged payload, or decoded
+/// from `n` (lane × 2^32 + seq) of a "Hello World" one. Null for the stored backlog.
+const LANE: &str = "coalesce((payload->>'l')::bigint, (payload->>'n')::bigint >> 32)";
+const SEQ: &str = "coalesce((payload->>'s')::bigint, (payload->>'n')::bigint & 4294967295)";
+
+/// Push-only check: the tables of `schema` (`regina`, or the ceiling's) hold every acknowledged
+/// push of the run's queues (names starting with `tag`) once, in order per lane. Offsets below
+/// `first_seq` (a stored backlog) are not read, and rows without a lane are not the run's
+/// pushes.
+///
+/// # Errors
+/// The query fails.
+pub async fn storage_check(
+    database_url: &str,
+    ledger: &Ledger,
+    tag: &str,
+    schema: &str,
+    first_seq: i64,
+) -> anyhow::Result<Verification> {
+    let (client, connection) = tokio_postgres::connect(database_url, tokio_postgres::NoTls).await?;
+    tokio::spawn(connection);
+    client.batch_execute("set statement_timeout = 0").await?;
+    let row = client
+        .query_one(
+            &format!(
+                "select count(*)::bigint,
+                        count(distinct (lane, s))::bigint,
+                        count(*) filter (where s <= prev)::bigint
+                 from (select lane, s, lag(s) over (partition by partition_id, lane order by seq) as prev
+                       from (select m.partition_id, m.seq, {LANE} as lane, {SEQ} as s
+                             from {schema}.messages m
+                             where m.partition_id in (select p.id from {schema}.partitions p
+                                                      join {schema}.queues q on q.id = p.queue_id
+                                                      where q.name = $1 or q.name like $1 || '-%')
+                               and m.seq >= $2) x
+                       where lane is not null) y"
+            ),
+            &[&tag, &first_seq],
+        )
+        .await?;
+    let (stored, distinct, out_of_order): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    let expected = ledger.expected();
+    let mut v = Verification {
+        checked: true,
+        pushed: expected,
+        lost: expected.saturating_sub(distinct as u64),
+        out_of_order: out_of_order as u64,
+        duplicates: (stored - distinct) as u64,
+        ..Verification::default()
+    };
+    v.delivered_per_group
+        .insert("stored".to_owned(), stored as u64);
+    if v.lost > 0 {
+        v.failures.push(format!(
+            "{} acknowledged pushes not in the database",
+            v.lost
+        ));
+    }
+    if v.out_of_order > 0 {
+        v.failures
+            .push(format!("{} messages stored out of order", v.out_of_order));
+    }
+    if v.duplicates > 0 {
+        v.failures
+            .push(format!("{} messages stored twice", v.duplicates));
+    }
+    v.passed = v.failures.is_empty();
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

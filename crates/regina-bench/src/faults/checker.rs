@@ -72,6 +72,11 @@ impl FaultLedger {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Items answered `buffered` so far.
+    pub fn buffered(&self) -> u64 {
+        self.lock().buffered
+    }
+
     /// Records pushes the broker acknowledged; `buffered` of them went to its failover buffer.
     pub fn acknowledged(&self, lane: u32, seqs: impl IntoIterator<Item = u64>, buffered: u64) {
         let mut inner = self.lock();

@@ -171,6 +171,9 @@ async fn mixed_run(
             ("DB_CONNECTION_TIMEOUT", "500"),
             ("FILE_BUFFER_FLUSH_MS", "100"),
         ],
+        // No periodic re-check of parked pops: only a notification can answer one before its
+        // timeout, so the wake-up trials test the cross-instance notification itself.
+        Fault::TwoBrokers => &[("LONGPOLL_RECHECK_MS", "0")],
         _ => &[],
     };
     let mut brokers = Vec::new();
@@ -190,7 +193,7 @@ async fn mixed_run(
     let rss = RssSampler::start(brokers.iter().filter_map(Broker::pid).collect());
     let mut running = load::start(&workload, &urls, &ledger, &counters);
     let load_time = Duration::from_secs_f64(options.seconds);
-    apply_fault(fault, load_time, &mut brokers, db, &mut notes).await?;
+    apply_fault(fault, load_time, &mut brokers, db, &ledger, &mut notes).await?;
     running.stop_producers().await;
     let drained = drain(&ledger, &workload.groups, Duration::from_secs(120)).await;
     running.stop_consumers().await;
@@ -254,11 +257,15 @@ fn workload_for(fault: Fault) -> Workload {
     }
 }
 
+/// Longest PostgreSQL outage: the outage lasts until a push was buffered, at most this long.
+const OUTAGE_MAX: Duration = Duration::from_secs(60);
+
 async fn apply_fault(
     fault: Fault,
     load_time: Duration,
     brokers: &mut [Broker],
     db: &mut Database,
+    ledger: &FaultLedger,
     notes: &mut Vec<String>,
 ) -> anyhow::Result<()> {
     let deadline = Instant::now() + load_time;
@@ -276,10 +283,20 @@ async fn apply_fault(
         Fault::Outage => {
             tokio::time::sleep(load_time / 3).await;
             let outage = (load_time / 3).max(Duration::from_secs(3));
+            let before = ledger.buffered();
             db.stop().await?;
+            let down = Instant::now();
             tokio::time::sleep(outage).await;
+            // The database stays down until the broker has buffered a push (producers push
+            // all along), however slowly the machine gets there; the verdict checks it did.
+            while ledger.buffered() == before && down.elapsed() < OUTAGE_MAX {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
             db.restart().await?;
-            notes.push(format!("PostgreSQL down for {:.1} s", outage.as_secs_f64()));
+            notes.push(format!(
+                "PostgreSQL down for {:.1} s",
+                down.elapsed().as_secs_f64()
+            ));
         }
         _ => {}
     }
@@ -331,7 +348,9 @@ fn judge(
     }
 }
 
-/// A parked pop on instance `a` answers soon after a push to instance `b` (LISTEN/NOTIFY).
+/// A parked pop on instance `a` is answered with the message pushed to instance `b`: with the
+/// periodic re-check off, only the cross-instance notification (LISTEN/NOTIFY) can wake it
+/// before its timeout. Wake-up latencies are reported, not judged (they depend on the machine).
 async fn cross_instance_wake(
     a: &str,
     b: &str,
@@ -343,7 +362,9 @@ async fn cross_instance_wake(
     for trial in 0..TRIALS {
         let queue = format!("wake-{trial}");
         load::configure(a, &queue, 30).await?;
-        let path = format!("/api/v1/pop/queue/{queue}?wait=true&timeout=5000&autoAck=true");
+        let path = format!(
+            "/api/v1/pop/queue/{queue}?wait=true&timeout={WAKE_POP_TIMEOUT_MS}&autoAck=true"
+        );
         let a_url = a.to_owned();
         let parked = tokio::spawn(async move {
             let answer = HttpConn::new(&a_url).send("GET", &path, None).await;
@@ -361,7 +382,7 @@ async fn cross_instance_wake(
         let data: Value = serde_json::from_slice(&text).unwrap_or(Value::Null);
         if status != 200 || data["messages"][0]["data"] != json!(trial) {
             failures.push(format!(
-                "wake trial {trial}: the parked pop answered {status}"
+                "wake trial {trial}: the parked pop answered {status} without the message pushed to the other instance"
             ));
             continue;
         }
@@ -374,12 +395,13 @@ async fn cross_instance_wake(
             median.as_secs_f64() * 1e3,
             max.as_secs_f64() * 1e3
         ));
-        if *median > Duration::from_millis(100) || *max > Duration::from_secs(1) {
-            failures.push("cross-instance wake-ups are slower than a NOTIFY round trip".to_owned());
-        }
     }
     Ok(())
 }
+
+/// Timeout of a wake-up trial's parked pop, ms: far beyond any notification delay, so a pop that
+/// times out (204) was not woken.
+const WAKE_POP_TIMEOUT_MS: u64 = 30_000;
 
 /// Samples the brokers' RSS every 100 ms; `stop` returns the peak.
 struct RssSampler {

@@ -1,228 +1,14 @@
 //! The Markdown of a result directory (`README.md`) and of a scaling sweep (`scaling.md`).
 //!
-//! Tables put one run per column (there are usually one or two: `broker` and `raw`), so the
-//! figures of both targets sit side by side.
+//! Tables put one run per column (usually `broker`, `raw` and, for push scenarios, `ceiling`), so
+//! the figures of the targets sit side by side, followed by the ratio columns.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
+use super::figures::{headers, key_figures, ratio_pairs, table, verdict, Row};
 use super::format::{self, cell};
 use crate::model::{RunReport, ScalingPoint, TableStats, TelemetryReport};
-
-/// One row of a per-run table: a label and one cell per run, plus an optional broker/raw ratio.
-struct Row {
-    label: String,
-    cells: Vec<String>,
-    ratio: Option<String>,
-}
-
-/// A Markdown table of `rows`, one column per run (and a ratio column when `ratio_header`).
-fn table(out: &mut String, first: &str, headers: &[String], ratio_header: bool, rows: &[Row]) {
-    let mut line = format!("| {first} |");
-    for h in headers {
-        let _ = write!(line, " {} |", cell(h));
-    }
-    if ratio_header {
-        line.push_str(" broker / raw |");
-    }
-    out.push_str(&line);
-    out.push('\n');
-    out.push_str("|---|");
-    for _ in headers {
-        out.push_str("---:|");
-    }
-    if ratio_header {
-        out.push_str("---:|");
-    }
-    out.push('\n');
-    for row in rows {
-        let _ = write!(out, "| {} |", cell(&row.label));
-        for c in &row.cells {
-            let _ = write!(out, " {} |", cell(c));
-        }
-        if ratio_header {
-            let _ = write!(out, " {} |", row.ratio.as_deref().unwrap_or(""));
-        }
-        out.push('\n');
-    }
-    out.push('\n');
-}
-
-/// Column headers: the target, numbered when a target ran more than once.
-fn headers(runs: &[RunReport]) -> Vec<String> {
-    runs.iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let same = runs.iter().filter(|o| o.target == r.target).count();
-            if same > 1 {
-                let n = runs[..=i].iter().filter(|o| o.target == r.target).count();
-                format!("{} ({n})", r.target)
-            } else {
-                r.target.clone()
-            }
-        })
-        .collect()
-}
-
-fn latency_of(run: &RunReport, name: &str) -> Option<(f64, f64)> {
-    run.latency
-        .iter()
-        .find(|l| l.name == name && l.count > 0)
-        .map(|l| (l.p50_ms, l.p99_ms))
-}
-
-fn per_sec(n: u64, run: &RunReport) -> f64 {
-    if run.duration_secs > 0.0 {
-        n as f64 / run.duration_secs
-    } else {
-        0.0
-    }
-}
-
-/// Key figures of every run. `pair` holds the indices of the broker and raw runs when both exist.
-fn key_figures(runs: &[RunReport], pair: Option<(usize, usize)>) -> Vec<Row> {
-    type Figure = (f64, String);
-    let mut rows = Vec::new();
-    let mut add = |label: &str, throughput: bool, f: &dyn Fn(&RunReport) -> Option<Figure>| {
-        let values: Vec<Option<Figure>> = runs.iter().map(f).collect();
-        let ratio = pair.filter(|_| throughput).and_then(|(b, r)| {
-            let b = values[b].as_ref()?.0;
-            let r = values[r].as_ref()?.0;
-            (r > 0.0).then(|| format::ratio(b / r))
-        });
-        rows.push(Row {
-            label: label.to_owned(),
-            cells: values
-                .into_iter()
-                .map(|v| v.map_or_else(|| "–".to_owned(), |v| v.1))
-                .collect(),
-            ratio,
-        });
-    };
-    let tel = |r: &RunReport| r.telemetry.clone();
-    add("measured", false, &|r| {
-        Some((r.duration_secs, format::secs(r.duration_secs)))
-    });
-    add("push", true, &|r| {
-        Some((r.summary.push_rate, format::rate(r.summary.push_rate)))
-    });
-    add("push requests", true, &|r| {
-        let v = per_sec(r.summary.push_requests, r);
-        Some((v, format::req_rate(v)))
-    });
-    add("delivered", true, &|r| {
-        Some((r.summary.deliver_rate, format::rate(r.summary.deliver_rate)))
-    });
-    add("acked", true, &|r| {
-        let v = per_sec(r.summary.acked, r);
-        Some((v, format::rate(v)))
-    });
-    add("messages pushed", false, &|r| {
-        Some((r.summary.pushed as f64, format::thousands(r.summary.pushed)))
-    });
-    add("errors", false, &|r| {
-        Some((r.summary.errors as f64, format::thousands(r.summary.errors)))
-    });
-    add("backlog at end", false, &|r| {
-        Some((
-            r.summary.backlog_at_end as f64,
-            format::thousands(r.summary.backlog_at_end),
-        ))
-    });
-    for (name, label) in [
-        ("push", "push latency p50 / p99"),
-        ("e2e", "end-to-end p50 / p99"),
-    ] {
-        add(label, false, &|r| {
-            latency_of(r, name)
-                .map(|(p50, p99)| (p99, format!("{} / {}", format::ms(p50), format::ms(p99))))
-        });
-    }
-    add("broker CPU", false, &|r| {
-        tel(r)?
-            .broker_cpu_secs
-            .map(|s| (s, format!("{} ({})", format::secs(s), cores(s, r))))
-    });
-    add("PostgreSQL CPU", false, &|r| {
-        let s = tel(r)?.pg_cpu_secs;
-        Some((s, format!("{} ({})", format::secs(s), cores(s, r))))
-    });
-    add("broker / PostgreSQL CPU", false, &|r| {
-        tel(r)?.broker_to_pg_cpu.map(|x| (x, format::ratio(x)))
-    });
-    add("harness CPU", false, &|r| {
-        let s = tel(r)?.harness_cpu_secs;
-        Some((s, format::secs(s)))
-    });
-    add("broker RSS start → peak", false, &|r| {
-        let t = tel(r)?;
-        let peak = t.broker_rss_peak_bytes? as f64;
-        let start = t.broker_rss_start_bytes.map_or(0.0, |b| b as f64);
-        Some((
-            peak,
-            format!("{} → {}", format::bytes(start), format::bytes(peak)),
-        ))
-    });
-    add("WAL", false, &|r| {
-        let t = tel(r)?;
-        let v = per_sec(t.wal_bytes, r);
-        Some((
-            v,
-            format!(
-                "{} ({})",
-                format::byte_rate(v),
-                format::bytes(t.wal_bytes as f64)
-            ),
-        ))
-    });
-    add("checkpoints requested / timed", false, &|r| {
-        let t = tel(r)?;
-        Some((
-            t.checkpoints_req as f64,
-            format!("{} / {}", t.checkpoints_req, t.checkpoints_timed),
-        ))
-    });
-    add("database growth", false, &|r| {
-        let t = tel(r)?;
-        let growth = t.db_size_after_bytes as f64 - t.db_size_before_bytes as f64;
-        Some((
-            growth,
-            format!(
-                "{} (to {})",
-                format::bytes(growth),
-                format::bytes(t.db_size_after_bytes as f64)
-            ),
-        ))
-    });
-    add("delivery check", false, &|r| {
-        Some((0.0, verdict(r).to_owned()))
-    });
-    rows
-}
-
-/// CPU seconds as an average number of busy cores over the run: `1.4 cores`.
-fn cores(cpu_secs: f64, run: &RunReport) -> String {
-    if run.duration_secs > 0.0 {
-        format!("{:.2} cores", cpu_secs / run.duration_secs)
-    } else {
-        "–".to_owned()
-    }
-}
-
-fn verdict(run: &RunReport) -> &'static str {
-    if run.verification.passed {
-        "PASS"
-    } else {
-        "**FAIL**"
-    }
-}
-
-/// The `(broker, raw)` run indices when both targets ran.
-fn broker_raw_pair(runs: &[RunReport]) -> Option<(usize, usize)> {
-    let b = runs.iter().position(|r| r.target == "broker")?;
-    let r = runs.iter().position(|r| r.target == "raw")?;
-    Some((b, r))
-}
 
 fn environment(out: &mut String, run: &RunReport) {
     let env = &run.environment;
@@ -305,6 +91,7 @@ fn verification(out: &mut String, runs: &[RunReport], headers: &[String]) {
         .flat_map(|r| r.verification.delivered_per_group.keys())
         .collect();
     let mut rows = vec![Row {
+        ratios: Vec::new(),
         label: "verdict".to_owned(),
         cells: runs
             .iter()
@@ -316,13 +103,12 @@ fn verification(out: &mut String, runs: &[RunReport], headers: &[String]) {
                 }
             })
             .collect(),
-        ratio: None,
     }];
     let mut count = |label: String, f: &dyn Fn(&RunReport) -> u64| {
         rows.push(Row {
             label,
             cells: runs.iter().map(|r| format::thousands(f(r))).collect(),
-            ratio: None,
+            ratios: Vec::new(),
         });
     };
     count("pushed".to_owned(), &|r| r.verification.pushed);
@@ -344,7 +130,7 @@ fn verification(out: &mut String, runs: &[RunReport], headers: &[String]) {
     count("dead-lettered".to_owned(), &|r| {
         r.verification.dead_lettered
     });
-    table(out, "", headers, false, &rows);
+    table(out, "", headers, &[], &rows);
     for (run, header) in runs.iter().zip(headers) {
         for failure in &run.verification.failures {
             let _ = writeln!(out, "- {header}: {failure}");
@@ -492,10 +278,10 @@ fn wait_classes(out: &mut String, runs: &[RunReport], headers: &[String]) {
                     )
                 })
                 .collect(),
-            ratio: None,
+            ratios: Vec::new(),
         })
         .collect();
-    table(out, "wait class", headers, false, &rows);
+    table(out, "wait class", headers, &[], &rows);
 }
 
 fn statements(out: &mut String, runs: &[RunReport], headers: &[String]) {
@@ -568,20 +354,15 @@ pub fn summary(runs: &[RunReport], charts: &[Vec<(String, String)>]) -> String {
     out.push('\n');
 
     out.push_str("## Results\n\n");
-    let pair = broker_raw_pair(runs);
-    if pair.is_some() {
+    let pairs = ratio_pairs(runs);
+    if !pairs.is_empty() {
         out.push_str(
-            "`raw` calls the same SQL functions directly: its throughput is the ceiling the broker \
-             is measured against.\n\n",
+            "`raw` calls the broker's SQL functions directly; `ceiling` stores the same rows with \
+             plain inserts into copies of Regina's tables, without queue logic (push scenarios \
+             only). Ratios divide the figures of runs of this invocation.\n\n",
         );
     }
-    table(
-        &mut out,
-        "",
-        &headers,
-        pair.is_some(),
-        &key_figures(runs, pair),
-    );
+    table(&mut out, "", &headers, &pairs, &key_figures(runs, &pairs));
     out.push_str(
         "CPU in seconds over the measured interval (in brackets: average busy cores); \
          sizes in decimal units (1 MB = 10^6 bytes).\n\n",
@@ -643,16 +424,22 @@ pub fn scaling(points: &[ScalingPoint], chart: Option<&str>) -> String {
         out.push_str("No points.\n");
         return out;
     }
-    out.push_str("| partitions | push | delivery | push p99 |\n|---:|---:|---:|---:|\n");
     let mut sorted: Vec<&ScalingPoint> = points.iter().collect();
     sorted.sort_by_key(|p| p.partitions);
+    let _ = write!(
+        out,
+        "| partitions | push | delivery | delivery / {} partitions | push p99 |\n|---:|---:|---:|---:|---:|\n",
+        format::thousands(sorted[0].partitions)
+    );
     for p in sorted {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             format::thousands(p.partitions),
             format::rate(p.push_rate),
             format::rate(p.deliver_rate),
+            p.deliver_ratio_to_first
+                .map_or_else(|| "–".to_owned(), format::ratio),
             format::ms(p.push_p99_ms)
         );
     }

@@ -1,6 +1,6 @@
 //! Run reports: JSON, a Markdown summary and SVG charts under `bench/results/<date>-<scenario>/`.
 //!
-//! Per run (`<target>` is `broker` or `raw`):
+//! Per run (`<target>` is `broker`, `raw` or `ceiling`):
 //! - `<target>.json`: the whole [`RunReport`];
 //! - `<target>-throughput.svg`: pushed, delivered and acked messages per second;
 //! - `<target>-latency.svg`: push and end-to-end p50/p99 per interval;
@@ -11,8 +11,10 @@
 //! directory's `README.md` ([`write_summary`]) puts the runs side by side and embeds the charts.
 
 pub mod charts;
+mod figures;
 pub mod format;
 pub mod markdown;
+pub mod matrix;
 
 use std::path::Path;
 
@@ -75,8 +77,8 @@ pub fn write_run(dir: &Path, report: &RunReport) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes `README.md` of a result directory: every run in it side by side, with the ratio of each
-/// broker figure to the raw ceiling when both targets ran.
+/// Writes `README.md` of a result directory: every run in it side by side, with the ratios
+/// broker ÷ raw, broker ÷ ceiling and raw ÷ ceiling of the throughput figures where both ran.
 ///
 /// # Errors
 /// A file cannot be written.
@@ -99,12 +101,20 @@ pub fn write_summary(dir: &Path, runs: &[RunReport]) -> anyhow::Result<()> {
 }
 
 /// Writes the partition-scaling curve (`scaling.svg`, `scaling.json`) of a `hi-part` sweep,
-/// and the same figures as a table (`scaling.md`).
+/// and the same figures as a table (`scaling.md`); each point's delivery rate is also given as a
+/// ratio of the first point's (the fewest partitions).
 ///
 /// # Errors
 /// A file cannot be written.
 pub fn write_scaling(dir: &Path, points: &[ScalingPoint]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let mut points = points.to_vec();
+    points.sort_by_key(|p| p.partitions);
+    let first = points.first().map_or(0.0, |p| p.deliver_rate);
+    for p in &mut points {
+        p.deliver_ratio_to_first = (first > 0.0).then(|| p.deliver_rate / first);
+    }
+    let points = &points[..];
     write(
         &dir.join("scaling.json"),
         &serde_json::to_vec_pretty(points)?,
@@ -216,6 +226,13 @@ mod tests {
                 deliver_rate: push_rate - 5.0,
                 delivered_per_group: BTreeMap::from([("g1".to_owned(), 1)]),
                 backlog_at_end: 0,
+                pg_cpu_us_per_pushed: Some(14.0 * 1e6 / (push_rate * 10.0)),
+                pg_cpu_ms_per_push_call: Some(1.25),
+                pg_cpu_us_per_delivered: None,
+                broker_cpu_us_per_pushed: broker.then_some(68.9),
+                delivered_to_pushed: None,
+                kept_pace: None,
+                retention_deleted: None,
             },
             timeline,
             latency: vec![LatencySeries {
@@ -282,6 +299,7 @@ mod tests {
                 }],
             }),
             notes: vec!["after producers stopped, consumers caught up in 0.4 s".to_owned()],
+            totals: Default::default(),
         }
     }
 
@@ -392,6 +410,7 @@ mod tests {
             push_rate: rate,
             deliver_rate: rate * 0.9,
             push_p99_ms: 5.5,
+            deliver_ratio_to_first: None,
         })
         .collect();
         write_scaling(&dir, &points).expect("write");
@@ -399,13 +418,16 @@ mod tests {
         assert!(svg.starts_with("<svg") && svg.contains("push") && svg.contains("delivery"));
         let md = read(&dir.join("scaling.md"));
         assert!(
-            md.contains("| 1 000 | 28 000 msg/s | 25 200 msg/s | 5.5 ms |"),
+            md.contains("| 1 000 | 28 000 msg/s | 25 200 msg/s | 3.11× | 5.5 ms |"),
             "{md}"
         );
+        assert!(md.contains("| 1 | 9 000 msg/s | 8 100 msg/s | 1.00× | 5.5 ms |"));
         assert!(md.contains("![partition scaling](scaling.svg)"));
         let json: Vec<ScalingPoint> =
             serde_json::from_str(&read(&dir.join("scaling.json"))).expect("JSON");
         assert_eq!(json.len(), 4);
+        let ratio = json[3].deliver_ratio_to_first.expect("ratio");
+        assert!((ratio - 28.0 / 9.0).abs() < 1e-9, "{ratio}");
         write_scaling(&dir, &[]).expect("write nothing");
         assert!(!dir.join("scaling.svg").exists());
         let _ = std::fs::remove_dir_all(&dir);

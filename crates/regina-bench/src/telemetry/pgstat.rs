@@ -10,6 +10,9 @@ use crate::model::{StatementStats, TableStats};
 /// The schema whose tables are the hot tables.
 pub const HOT_SCHEMA: &str = "regina";
 
+/// The schemas whose tables are reported: Regina's and the `ceiling` target's copies.
+pub const REPORTED_SCHEMAS: [&str; 2] = [HOT_SCHEMA, "bench_ceiling"];
+
 /// How many statements of `pg_stat_statements` a report keeps.
 pub const TOP_STATEMENTS: usize = 10;
 
@@ -161,7 +164,7 @@ pub async fn database_size(client: &Client) -> anyhow::Result<u64> {
     Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0))
 }
 
-/// Statistics and total size of every table of [`HOT_SCHEMA`], by name.
+/// Statistics and total size of every table of [`REPORTED_SCHEMAS`], by schema and name.
 ///
 /// Reads after `pg_stat_clear_snapshot()`, so the values are the shared statistics as of now,
 /// not a snapshot cached earlier in this session. Backends publish their counts when a
@@ -177,12 +180,12 @@ pub async fn table_stats(client: &Client) -> anyhow::Result<Vec<TableStats>> {
         .context("telemetry: pg_stat_clear_snapshot")?;
     let rows = client
         .query(
-            "select relname::text, n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd,
+            "select schemaname::text || '.' || relname::text, n_live_tup, n_dead_tup, n_tup_upd, n_tup_hot_upd,
                     autovacuum_count, pg_total_relation_size(relid)
                from pg_stat_user_tables
-              where schemaname = $1
-              order by relname",
-            &[&HOT_SCHEMA],
+              where schemaname = any($1)
+              order by schemaname <> 'regina', schemaname, relname",
+            &[&&REPORTED_SCHEMAS[..]],
         )
         .await
         .context("telemetry: pg_stat_user_tables")?;
@@ -192,7 +195,7 @@ pub async fn table_stats(client: &Client) -> anyhow::Result<Vec<TableStats>> {
             let updates: i64 = r.get(3);
             let hot_updates: i64 = r.get(4);
             TableStats {
-                table: format!("{HOT_SCHEMA}.{}", r.get::<_, String>(0)),
+                table: r.get::<_, String>(0),
                 live_tuples: r.get(1),
                 dead_tuples: r.get(2),
                 updates,
