@@ -197,11 +197,14 @@ $$;
 -- expired lease accounted here, a `failed` past retryLimit, a `dlq`; whether or not the queue
 -- keeps an entry) and whether it accounted an expired lease.
 --
+-- With i_commit_async, the commit does not wait for the WAL flush (ACK_COMMIT_ASYNC).
+--
 -- Items run per (partition, group), cursors locked in that order; a run shaped like an ack/batch
 -- after a pop is settled in one step (_ack_settle_run), any other item on its own. Outcomes are
 -- kept in arrays indexed by item and turned into rows once at the end.
-select regina._drop_outdated('regina.ack(jsonb, timestamptz)', 'leases_expired');
-create or replace function regina.ack(i_acks jsonb, i_now timestamptz default null)
+select regina._drop_outdated('regina.ack(jsonb, timestamptz)', 'i_commit_async');
+create or replace function regina.ack(i_acks jsonb, i_now timestamptz default null,
+                                      i_commit_async boolean default false)
 returns table (idx integer, result jsonb, wake_queue text, wake_group text, queue_name text,
                acked text, dead_lettered integer, leases_expired integer)
 -- Generic plans without sequential scans, as for regina.push.
@@ -226,6 +229,10 @@ declare
     v_dead integer[] := '{}';    -- per item: dead letters caused
     v_expired integer[] := '{}'; -- per item: expired leases accounted
 begin
+    -- ACK_COMMIT_ASYNC (opt-in): an ack lost in a crash delivers its messages again.
+    if i_commit_async then
+        perform set_config('synchronous_commit', 'off', true);
+    end if;
     foreach v_item in array v_items loop
         if v_item.seq is null then
             -- A lease that is not active fails the ack whatever it names: a queue clear or delete

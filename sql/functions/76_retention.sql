@@ -168,6 +168,7 @@ declare
     v_partition_id bigint;
     v_name text;
     v_deleted record;
+    v_busy bigint[] := '{}';
 begin
     o_removed := 0;
     o_busy := 0;
@@ -188,17 +189,31 @@ begin
             select * into v_deleted
             from regina._partition_trim(i_q, i_job, v_partition_id, v_groups,
                                         i_limit - o_removed, i_now);
-            o_busy := o_busy + case when v_deleted.o_removed is null then 1 else 0 end;
+            if v_deleted.o_removed is null then
+                v_busy := v_busy || v_partition_id;
+            end if;
             o_removed := o_removed + coalesce(v_deleted.o_removed, 0);
             o_completed := o_completed + coalesce(v_deleted.o_completed, 0);
             if o_removed >= i_limit then
                 o_done := false;
+                o_busy := cardinality(v_busy);
                 return;
             end if;
         end if;
         o_after := v_name;
     end loop;
     o_done := o_examined < i_scan;
+    -- A push holds its partitions for a moment only: those busy then get one more try now, the
+    -- rest wait for the next pass.
+    foreach v_partition_id in array v_busy loop
+        exit when o_removed >= i_limit;
+        select * into v_deleted
+        from regina._partition_trim(i_q, i_job, v_partition_id, v_groups, i_limit - o_removed,
+                                    i_now);
+        o_busy := o_busy + case when v_deleted.o_removed is null then 1 else 0 end;
+        o_removed := o_removed + coalesce(v_deleted.o_removed, 0);
+        o_completed := o_completed + coalesce(v_deleted.o_completed, 0);
+    end loop;
 end
 $$;
 

@@ -65,7 +65,7 @@ language sql stable as $$
 $$;
 
 -- Starts a pass: marks the partitions to recount in `stats_dirty`, drops the stats of queues that
--- no longer exist, and returns how many partitions wait. Partitions are compared with their
+-- no longer exist, and returns how many partitions it marked. Partitions are compared with their
 -- counts in windows of at most i_scan, by id, each pass resuming after the previous window: every
 -- statement here reads at most i_scan partitions, the ready rows moved since the last pass and
 -- the partitions of queues whose groups changed, so a pass at any size ends and the next catches
@@ -75,7 +75,8 @@ select regina._drop_outdated('regina.stats_refresh_begin(timestamptz)', 'i_scan'
 create or replace function regina.stats_refresh_begin(i_now timestamptz default null,
                                                       i_scan integer default 100000)
 returns bigint
-language plpgsql as $$
+-- Keyed lookups and index ranges only: a scan of a whole table would undo the window.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_since timestamptz;
@@ -83,6 +84,7 @@ declare
     v_last bigint;
     v_window integer;
     v_regrouped bigint[];
+    v_marked bigint;
 begin
     select coalesce(s.since, '-infinity'), s.scan_after_id into v_since, v_after
     from regina.stats_state s for update;
@@ -115,9 +117,10 @@ begin
 
     insert into regina.stats_dirty (partition_id)
     select p.id from regina.partitions p
-    left join regina.partition_stats s on s.partition_id = p.id
+    left join lateral (select ps.next_seq from regina.partition_stats ps
+                       where ps.partition_id = p.id limit 1) s on true
     where p.id > v_after and p.id <= v_last
-      and (s.partition_id is null or s.next_seq <> p.next_seq)
+      and (s.next_seq is null or s.next_seq <> p.next_seq)
     union
     select s.partition_id from regina.partition_stats s
     where s.partition_id > v_after and s.partition_id <= v_last and s.has_work
@@ -132,7 +135,8 @@ begin
                           and rr.consumer_group = sub.consumer_group
                           and rr.eligible_at > v_since) r
     on conflict do nothing;
-    return (select count(*) from regina.stats_dirty);
+    get diagnostics v_marked = row_count;
+    return v_marked;
 end
 $$;
 

@@ -400,6 +400,14 @@ pub struct Config {
     #[arg(long, env = "DB_CALLS_ACK", default_value_t = defaults::DB_CALLS,
           value_parser = parse_positive_usize)]
     pub db_calls_ack: usize,
+    /// Acknowledgements commit without waiting for their WAL to reach the disk
+    /// (`synchronous_commit = off` for `/ack` and `/ack/batch` calls). Opt-in: an ack answered
+    /// just before a database crash may be lost, and its messages are then delivered again
+    /// (at-least-once holds; nothing is skipped). Pushes, autoAck pops and transactions always
+    /// wait for the disk. Default false.
+    #[arg(long, env = "ACK_COMMIT_ASYNC", default_value = "false", value_parser = parse_flag,
+          num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub ack_commit_async: bool,
     /// Push items, acknowledgements or requested pop messages (`batch`) fused into one database
     /// call; a single larger request still goes alone. Bounds the buffers each pooled connection
     /// keeps. Default 2 000.
@@ -524,6 +532,7 @@ impl Default for Config {
             db_calls_push: d::DB_CALLS_PUSH,
             db_calls_pop: d::DB_CALLS,
             db_calls_ack: d::DB_CALLS,
+            ack_commit_async: false,
             lease_sweep_interval_ms: d::LEASE_SWEEP_INTERVAL_MS,
             retention_interval_ms: d::RETENTION_INTERVAL_MS,
             retention_batch_size: d::RETENTION_BATCH_SIZE,
@@ -653,6 +662,17 @@ fn parse_positive_usize(text: &str) -> Result<usize, String> {
         Ok(0) => Err("must be at least 1".to_owned()),
         Ok(n) => Ok(n),
         Err(e) => Err(format!("not a positive integer: {e}")),
+    }
+}
+
+/// `true/1/yes/on` or `false/0/no/off`, case-insensitive (spec §7).
+pub(crate) fn parse_flag(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        other => Err(format!(
+            "not a boolean: {other:?} (true/false, 1/0, yes/no, on/off)"
+        )),
     }
 }
 

@@ -68,7 +68,7 @@ impl JwtAlgorithm {
 #[derive(clap::Args, Clone, Debug)]
 pub struct AuthConfig {
     /// Require a verified JWT on every route that is not public (spec §1.6). Default false.
-    #[arg(long, env = "JWT_ENABLED", default_value = "false", value_parser = parse_flag,
+    #[arg(long, env = "JWT_ENABLED", default_value = "false", value_parser = crate::config::parse_flag,
           num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub jwt_enabled: bool,
     /// Accepted signature: `HS256`, `RS256`, `EdDSA` or `auto` (from the token header, one of
@@ -200,17 +200,6 @@ impl SkipPaths {
     }
 }
 
-/// `true/1/yes/on` or `false/0/no/off`, case-insensitive (spec §7).
-fn parse_flag(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        other => Err(format!(
-            "not a boolean: {other:?} (true/false, 1/0, yes/no, on/off)"
-        )),
-    }
-}
-
 fn parse_secret(text: &str) -> Result<Secret, String> {
     Ok(Secret(text.to_owned()))
 }
@@ -235,6 +224,7 @@ mod tests {
 
     #[test]
     fn flags_and_algorithms_parse_the_spec_spellings() {
+        use crate::config::parse_flag;
         assert_eq!(parse_flag("ON"), Ok(true));
         assert_eq!(parse_flag("0"), Ok(false));
         assert!(parse_flag("maybe").is_err());

@@ -89,7 +89,7 @@ impl Stmt {
             Stmt::Pop => "select idx, result::text, events::text from regina.pop($1::text::jsonb)",
             Stmt::Ack => {
                 "select idx, result::text, wake_queue, wake_group, queue_name, acked, \
-                 dead_lettered, leases_expired from regina.ack($1::text::jsonb)"
+                 dead_lettered, leases_expired from regina.ack($1::text::jsonb, null, $2::boolean)"
             }
             Stmt::LeaseExtend => {
                 "select idx, result::text from regina.lease_extend($1::text::jsonb)"
@@ -249,9 +249,10 @@ impl Db {
         rows.iter().map(pop_row).collect()
     }
 
-    /// `regina.ack(acks)`: one row per ack item.
-    pub(crate) async fn ack(&self, acks: &str) -> Result<Vec<AckRow>, DbError> {
-        let rows = self.query(Stmt::Ack, &[&acks]).await?;
+    /// `regina.ack(acks)`: one row per ack item; with `commit_async`, its commit does not wait
+    /// for the WAL flush (`ACK_COMMIT_ASYNC`).
+    pub(crate) async fn ack(&self, acks: &str, commit_async: bool) -> Result<Vec<AckRow>, DbError> {
+        let rows = self.query(Stmt::Ack, &[&acks, &commit_async]).await?;
         rows.iter().map(ack_row).collect()
     }
 

@@ -95,6 +95,7 @@ impl Engine {
                 Arc::new(AckOp {
                     waiters: waiters.clone(),
                     metrics: metrics.clone(),
+                    commit_async: config.ack_commit_async,
                 }),
                 db.clone(),
                 settings(config.db_calls_ack),

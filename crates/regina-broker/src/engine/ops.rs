@@ -263,6 +263,8 @@ pub(crate) struct AckRequest {
 pub(crate) struct AckOp {
     pub(crate) waiters: Arc<Waiters>,
     pub(crate) metrics: Arc<Metrics>,
+    /// `ACK_COMMIT_ASYNC`: commit without waiting for the WAL flush.
+    pub(crate) commit_async: bool,
 }
 
 impl BatchOp for AckOp {
@@ -276,7 +278,7 @@ impl BatchOp for AckOp {
 
     async fn call(&self, db: &Db, requests: &[&AckRequest]) -> Result<Vec<Vec<String>>, DbError> {
         let items = json_array(requests.iter().map(|r| r.items.as_str()));
-        let rows = db.ack(&items).await?;
+        let rows = db.ack(&items, self.commit_async).await?;
         let mut wakes = BTreeSet::new();
         let rows: Vec<IndexedRow> = rows
             .into_iter()

@@ -6,6 +6,7 @@
 //! not depend on the machine's speed.
 
 mod probe;
+mod scale;
 mod scenarios;
 
 use probe::{CallWork, PlanProbe};
