@@ -407,6 +407,11 @@ declare
     v_expires timestamptz := i_now + i_q.lease_time * interval '1 second';
     v_partitions bigint[];
     v_seqs bigint[];
+    v_partition_id bigint;
+    v_last bigint;
+    v_count integer;
+    v_marks bigint[];
+    v_head bigint;
 begin
     -- The outer `limit` stops the nested loop once the budget is taken: later cursors are not read.
     select coalesce(array_agg(x.message order by x.ord, x.seq), '{}'),
@@ -446,29 +451,34 @@ begin
     if cardinality(o_claimed) = 0 then
         return;
     end if;
-    if not i_auto then
+    -- One keyed update per claimed cursor: a join of the cursors with the claims would leave the
+    -- join order to estimates that a plan made while the table was small gets wrong.
+    for v_partition_id, v_last, v_count in
+        select x.partition_id, max(x.seq), count(*)
+        from unnest(v_partitions, v_seqs) x(partition_id, seq) group by x.partition_id
+    loop
+        if not i_auto then
+            update regina.cursors c
+            set lease_id = i_lease, lease_active = true, lease_expires_at = v_expires,
+                lease_end_seq = v_last, lease_marks = '{}', last_claim_at = i_now
+            where c.partition_id = v_partition_id and c.consumer_group = v_group;
+            continue;
+        end if;
+        select c.marks into v_marks from regina.cursors c
+        where c.partition_id = v_partition_id and c.consumer_group = v_group;
+        v_head := regina._advance(v_partition_id, v_last + 1, v_marks, v_group);
         update regina.cursors c
-        set lease_id = i_lease, lease_active = true, lease_expires_at = v_expires,
-            lease_end_seq = d.last_seq, lease_marks = '{}', last_claim_at = i_now
-        from (select x.partition_id, max(x.seq) as last_seq
-              from unnest(v_partitions, v_seqs) x(partition_id, seq) group by x.partition_id) d
-        where c.partition_id = d.partition_id and c.consumer_group = v_group;
+        set next_seq = v_head, marks = regina._marks_from(v_marks, v_head), head_attempts = 0,
+            head_error = null, total_consumed = c.total_consumed + v_count,
+            batches_consumed = c.batches_consumed + 1, last_consumed_at = i_now,
+            last_claim_at = i_now
+        where c.partition_id = v_partition_id and c.consumer_group = v_group;
+    end loop;
+    if not i_auto then
         update regina.ready r set eligible_at = v_expires
         where r.partition_id = any (o_claimed) and r.consumer_group = v_group;
         return;
     end if;
-    update regina.cursors c
-    set next_seq = d.head, marks = regina._marks_from(c.marks, d.head), head_attempts = 0,
-        head_error = null, total_consumed = c.total_consumed + d.n,
-        batches_consumed = c.batches_consumed + 1, last_consumed_at = i_now, last_claim_at = i_now
-    from (select x.partition_id, count(*) as n,
-                 regina._advance(x.partition_id, max(x.seq) + 1,
-                                 (select cc.marks from regina.cursors cc
-                                  where cc.partition_id = x.partition_id
-                                    and cc.consumer_group = v_group),
-                                 v_group) as head
-          from unnest(v_partitions, v_seqs) x(partition_id, seq) group by x.partition_id) d
-    where c.partition_id = d.partition_id and c.consumer_group = v_group;
     -- The ready rows as _ready_sync leaves them: claimable now (at the back of the line), or
     -- deleted when the head reached the partition's end, under the partition's share lock.
     with drained as (

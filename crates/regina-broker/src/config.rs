@@ -99,6 +99,8 @@ pub mod defaults {
     pub const DB_CALLS_PUSH: usize = 2;
     /// `DB_CALLS_POP`, `DB_CALLS_ACK`: fused pop and ack calls in flight.
     pub const DB_CALLS: usize = 4;
+    /// `DB_PLANS_REFRESH_MS`, milliseconds.
+    pub const DB_PLANS_REFRESH_MS: u64 = 10_000;
     /// `BATCH_ITEMS_MAX`, push items, acks or requested pop messages per database call.
     pub const BATCH_ITEMS_MAX: usize = 2_000;
     /// `LEASE_SWEEP_INTERVAL_MS`, milliseconds.
@@ -400,6 +402,10 @@ pub struct Config {
     #[arg(long, env = "DB_CALLS_ACK", default_value_t = defaults::DB_CALLS,
           value_parser = parse_positive_usize)]
     pub db_calls_ack: usize,
+    /// How long a pool session keeps its cached query plans before making them again with the
+    /// tables' current sizes, milliseconds (0: for the session's life). Default 10 000.
+    #[arg(long, env = "DB_PLANS_REFRESH_MS", default_value_t = defaults::DB_PLANS_REFRESH_MS)]
+    pub db_plans_refresh_ms: u64,
     /// Acknowledgements commit without waiting for their WAL to reach the disk
     /// (`synchronous_commit = off` for `/ack` and `/ack/batch` calls). Opt-in: an ack answered
     /// just before a database crash may be lost, and its messages are then delivered again
@@ -533,6 +539,7 @@ impl Default for Config {
             db_calls_pop: d::DB_CALLS,
             db_calls_ack: d::DB_CALLS,
             ack_commit_async: false,
+            db_plans_refresh_ms: d::DB_PLANS_REFRESH_MS,
             lease_sweep_interval_ms: d::LEASE_SWEEP_INTERVAL_MS,
             retention_interval_ms: d::RETENTION_INTERVAL_MS,
             retention_batch_size: d::RETENTION_BATCH_SIZE,

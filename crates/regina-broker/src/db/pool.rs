@@ -9,7 +9,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row, Statement};
@@ -26,6 +26,8 @@ pub(crate) struct ConnectSettings {
     connect_timeout: Duration,
     statement_timeout_ms: u64,
     lock_timeout_ms: u64,
+    /// `DB_PLANS_REFRESH_MS`: how long a session keeps its cached plans (None: for its life).
+    plans_refresh: Option<Duration>,
 }
 
 impl ConnectSettings {
@@ -58,6 +60,8 @@ impl ConnectSettings {
             connect_timeout: config.db_connection_timeout(),
             statement_timeout_ms: config.db_statement_timeout_ms,
             lock_timeout_ms: config.db_lock_timeout_ms,
+            plans_refresh: (config.db_plans_refresh_ms > 0)
+                .then(|| Duration::from_millis(config.db_plans_refresh_ms)),
         })
     }
 
@@ -113,6 +117,9 @@ pub(crate) struct Conn {
     client: Client,
     backend_pid: i32,
     prepared: Mutex<[Option<Statement>; Stmt::COUNT]>,
+    /// When the session last dropped its cached plans, and how often it does.
+    plans_made_at: Mutex<Instant>,
+    plans_refresh: Option<Duration>,
     /// Statements pipelined on this session right now; `0` means idle.
     in_flight: AtomicUsize,
 }
@@ -159,6 +166,8 @@ impl Conn {
             client,
             backend_pid,
             prepared: Mutex::new(Default::default()),
+            plans_made_at: Mutex::new(Instant::now()),
+            plans_refresh: settings.plans_refresh,
             in_flight: AtomicUsize::new(0),
         })
     }
@@ -187,6 +196,7 @@ impl Conn {
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, DbError> {
         let _busy = Counted::new(&self.in_flight);
+        self.plans_refresh_when_due().await?;
         let statement = self.statement(stmt).await?;
         self.client
             .query(&statement, params)
@@ -196,6 +206,31 @@ impl Conn {
 }
 
 impl Conn {
+    /// Drops the session's cached plans (the SQL functions' included) once they are
+    /// `DB_PLANS_REFRESH_MS` old. The functions keep generic plans, made once per session with
+    /// the sizes the tables had then: a plan made while a table was nearly empty (a new
+    /// database, a drained ready set) may scan it or join it in the wrong order once it has
+    /// grown. Plans made again see the tables as they are.
+    async fn plans_refresh_when_due(&self) -> Result<(), DbError> {
+        let Some(refresh) = self.plans_refresh else {
+            return Ok(());
+        };
+        {
+            let mut made_at = self
+                .plans_made_at
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if made_at.elapsed() < refresh {
+                return Ok(());
+            }
+            *made_at = Instant::now();
+        }
+        self.client
+            .batch_execute("discard plans")
+            .await
+            .map_err(|e| classify(&e))
+    }
+
     /// Runs a statement that is not prepared ahead: for rare calls (administration), which are
     /// not worth a place in every session's statement cache.
     pub(crate) async fn query_unprepared(

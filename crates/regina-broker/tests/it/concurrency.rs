@@ -360,7 +360,23 @@ async fn all_settled(model: &Model) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checker_finds_no_loss_no_reordering_and_only_explained_duplicates() {
-    let (_b, api) = start_with(|c| c.lease_sweep_interval_ms = 100).await;
+    check(|c| c.lease_sweep_interval_ms = 100).await;
+}
+
+/// The same with asynchronous ack commits and sessions that make their plans again all the
+/// time (`ACK_COMMIT_ASYNC`, `DB_PLANS_REFRESH_MS`): neither changes what is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_ack_commits_and_plan_refreshes_keep_every_guarantee() {
+    check(|c| {
+        c.lease_sweep_interval_ms = 100;
+        c.ack_commit_async = true;
+        c.db_plans_refresh_ms = 20;
+    })
+    .await;
+}
+
+async fn check(configure: impl FnOnce(&mut regina_broker::Config)) {
+    let (_b, api) = start_with(configure).await;
     api.configure(QUEUE, json!({"leaseTime": 1, "retryLimit": 10000}))
         .await;
     let model = Arc::new(Model {
