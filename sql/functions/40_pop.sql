@@ -412,6 +412,8 @@ declare
     v_count integer;
     v_marks bigint[];
     v_head bigint;
+    v_i integer;
+    v_c regina.cursors;
 begin
     -- The outer `limit` stops the nested loop once the budget is taken: later cursors are not read.
     select coalesce(array_agg(x.message order by x.ord, x.seq), '{}'),
@@ -444,19 +446,21 @@ begin
                    'retryCount', case when m.rn = 1 then c.head_attempts else 0 end) as message) o
           limit i_budget) x;
 
-    o_claimed := array(select d.partition_id from unnest(v_partitions) with ordinality d(partition_id, ord)
-                       group by d.partition_id order by min(d.ord));
-    o_empty := array(select c.partition_id from unnest(i_cursors) c
-                     where c.partition_id not in (select unnest(o_claimed)));
-    if cardinality(o_claimed) = 0 then
-        return;
-    end if;
-    -- One keyed update per claimed cursor: a join of the cursors with the claims would leave the
-    -- join order to estimates that a plan made while the table was small gets wrong.
-    for v_partition_id, v_last, v_count in
-        select x.partition_id, max(x.seq), count(*)
-        from unnest(v_partitions, v_seqs) x(partition_id, seq) group by x.partition_id
-    loop
+    -- The messages come grouped by cursor, in claim order: one walk finds each claimed partition
+    -- with its count and last offset, and saves its cursor by a keyed update (a join of the
+    -- cursors with the claims would leave the join order to estimates that a plan made while the
+    -- table was small gets wrong).
+    o_claimed := '{}';
+    v_i := 1;
+    while v_i <= cardinality(v_partitions) loop
+        v_partition_id := v_partitions[v_i];
+        v_count := 0;
+        while v_i <= cardinality(v_partitions) and v_partitions[v_i] = v_partition_id loop
+            v_last := v_seqs[v_i];
+            v_count := v_count + 1;
+            v_i := v_i + 1;
+        end loop;
+        o_claimed := o_claimed || v_partition_id;
         if not i_auto then
             update regina.cursors c
             set lease_id = i_lease, lease_active = true, lease_expires_at = v_expires,
@@ -474,6 +478,19 @@ begin
             last_claim_at = i_now
         where c.partition_id = v_partition_id and c.consumer_group = v_group;
     end loop;
+    -- The claimed partitions are a subsequence of the cursors: the rest did not deliver.
+    o_empty := '{}';
+    v_i := 1;
+    foreach v_c in array i_cursors loop
+        if v_i <= cardinality(o_claimed) and o_claimed[v_i] = v_c.partition_id then
+            v_i := v_i + 1;
+        else
+            o_empty := o_empty || v_c.partition_id;
+        end if;
+    end loop;
+    if cardinality(o_claimed) = 0 then
+        return;
+    end if;
     if not i_auto then
         update regina.ready r set eligible_at = v_expires
         where r.partition_id = any (o_claimed) and r.consumer_group = v_group;
@@ -521,6 +538,7 @@ declare
     v_eligible_ats timestamptz[];
     v_cursors regina.cursors[];
     v_plain_cursors regina.cursors[];
+    v_c regina.cursors;
     v_rest bigint[];
     v_set record;
     v_one record;
@@ -554,11 +572,15 @@ begin
             v_cursors := regina._cursors_lock(v_candidates, i_group);
         end if;
 
-        v_rest := array(select c.partition_id from unnest(v_cursors) c
-                        where not v_plain or c.lease_active or c.retry_after > i_now);
-        v_plain_cursors := array(select c from unnest(v_cursors) c
-                                 where v_plain and not c.lease_active
-                                   and not coalesce(c.retry_after > i_now, false));
+        v_rest := '{}';
+        v_plain_cursors := '{}';
+        foreach v_c in array v_cursors loop
+            if v_plain and not v_c.lease_active and not coalesce(v_c.retry_after > i_now, false) then
+                v_plain_cursors := v_plain_cursors || v_c;
+            else
+                v_rest := v_rest || v_c.partition_id;
+            end if;
+        end loop;
         if cardinality(v_plain_cursors) > 0 then
             select * into v_set
             from regina._pop_claim_set(i_q, v_plain_cursors, i_budget, i_auto, i_lease, i_now);

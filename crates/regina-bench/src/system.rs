@@ -16,8 +16,9 @@ use crate::target::wait_healthy;
 /// Where the harness keeps its cluster (relative to the working directory).
 pub const CLUSTER_DIR: &str = ".regina/bench-pg";
 /// The cluster's port, unless `BENCH_PG_PORT` names another (two checkouts benchmarking on one
-/// machine need two ports).
-pub const CLUSTER_PORT: u16 = 55442;
+/// machine need two ports). Above Linux's ephemeral ports (32768–60999): a port in that range may
+/// be held by an outgoing connection, and the cluster would not start.
+pub const CLUSTER_PORT: u16 = 61_442;
 
 fn cluster_port() -> anyhow::Result<u16> {
     match std::env::var("BENCH_PG_PORT") {

@@ -15,9 +15,11 @@ use tokio_postgres::error::SqlState;
 
 /// Ports a new test cluster may take: the first free one from an offset derived from the target
 /// directory, so two checkouts on one machine get different clusters (a running one keeps its
-/// port). The development cluster of `regina serve` uses 55432, outside this range.
+/// port). The range ends below Linux's ephemeral ports (from 32768), which outgoing connections
+/// take: a cluster there can fail to bind a port a client connection has just used. The
+/// development cluster of `regina serve` uses 55432, outside this range.
 const TEST_PORT_BASE: u16 = 20_000;
-const TEST_PORT_SPAN: u16 = 20_000;
+const TEST_PORT_SPAN: u16 = 12_000;
 /// Advisory-lock key serialising template creation across test processes.
 const TEMPLATE_LOCK_KEY: i64 = 0x7265_6769_6e61; // "regina"
 /// `create database … template` fails while a session lingers on the template; retry this often.
