@@ -7,9 +7,12 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::get;
 use axum::Router;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::body::{self, BodyBytes};
 use super::buffers::buffer_stats;
+use super::contract::fields::RequiredFlag;
+use super::contract::{Body, Contract};
 use super::error::{json_response, ApiError};
 use crate::failover::MaintenanceKind;
 use crate::state::{AppState, Shared};
@@ -33,12 +36,25 @@ async fn push_get(State(state): State<AppState>) -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
+/// Body of the maintenance switches.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct SwitchBody {
+    /// On or off
+    enabled: RequiredFlag,
+}
+
+impl Contract for SwitchBody {
+    fn missing(key: &str, _field: &str) -> String {
+        format!("{key} (boolean) is required")
+    }
+}
+
 async fn push_set(
     State(state): State<AppState>,
-    BodyBytes(bytes): BodyBytes,
+    Body(body): Body<SwitchBody>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let enabled = switch_position(shared, &bytes)?;
+    let enabled = body.enabled.0;
     switch(shared, MaintenanceKind::Push, enabled).await?;
     let stats = shared.failover.stats();
     let message = if enabled {
@@ -62,10 +78,10 @@ async fn pop_get(State(state): State<AppState>) -> Response {
 
 async fn pop_set(
     State(state): State<AppState>,
-    BodyBytes(bytes): BodyBytes,
+    Body(body): Body<SwitchBody>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let enabled = switch_position(shared, &bytes)?;
+    let enabled = body.enabled.0;
     switch(shared, MaintenanceKind::Pop, enabled).await?;
     Ok(json_response(StatusCode::OK, pop_body(enabled).to_string()))
 }
@@ -77,16 +93,6 @@ fn pop_body(on: bool) -> serde_json::Value {
         "Pop maintenance off: pops deliver again"
     };
     serde_json::json!({"popMaintenanceMode": on, "message": message})
-}
-
-/// `{enabled: bool}`, required.
-fn switch_position(shared: &Shared, bytes: &[u8]) -> Result<bool, ApiError> {
-    let object = body::parse_object(bytes, shared.config.json_depth_max)?;
-    object
-        .opt_bool("enabled")
-        .ok()
-        .flatten()
-        .ok_or_else(|| ApiError::validation("enabled (boolean) is required").field("enabled"))
 }
 
 /// Stores and announces the switch, then applies it here without waiting for the announcement.

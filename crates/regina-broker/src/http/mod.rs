@@ -1,5 +1,6 @@
-//! The HTTP API: one module per resource, each handler next to its routes. Handlers parse and
-//! validate, call the engine or the database module, and never hold SQL text.
+//! The HTTP API: one module per resource, each handler next to its routes and its request types.
+//! Handlers take validated request types (`contract`), call the engine or the database module,
+//! and never hold SQL text.
 
 mod access;
 mod ack;
@@ -9,6 +10,7 @@ mod buffers;
 pub(crate) mod catalog;
 mod configure;
 mod consumer_groups;
+mod contract;
 mod dlq;
 pub(crate) mod error;
 mod health;

@@ -4,9 +4,17 @@ use serde_json::{json, Value};
 
 use super::schemas::{
     any, array, boolean, counts, integer, map_of, name, named, nullable, number, object,
-    object_req, pagination, string, time, uuid,
+    pagination, string, time, uuid,
 };
-use super::{choice, flag, int, paging, param_name, range, text, Access, Param, Route};
+use super::{Access, Route};
+use crate::http::consumer_groups::{
+    DeleteQuery, DetailQuery, GroupPath, GroupQueuePath, LaggingQuery, PartitionSeekBody, SeekBody,
+    SubscriptionBody,
+};
+use crate::http::contract::params::{Page, PartitionPath, QueuePath};
+use crate::http::dlq::DlqQuery;
+use crate::http::messages::{DeadLetterBody, MessageKey, MessagesQuery, RequeueBody};
+use crate::http::resources::{ClearQuery, PartitionsQuery, QueuesQuery};
 
 const RESOURCES: &str = "resources";
 const MESSAGES: &str = "messages";
@@ -31,33 +39,28 @@ fn queue_routes() -> Vec<Route> {
             .ok(200, "Overview", overview()),
         Route::get("/api/v1/resources/queues", Access::ReadOnly, RESOURCES)
             .summary("Queues, by name")
-            .query(queue_filters())
+            .query::<QueuesQuery>()
             .ok(200, "A page of queues", queue_page()),
         Route::get(queue, Access::ReadOnly, RESOURCES)
             .summary("One queue with its options and partitions")
-            .query(paging(1_000, 10_000))
+            .path::<QueuePath>()
+            .query::<Page<1_000, 10_000>>()
             .ok(200, "The queue", queue_detail())
             .errors(&[404]),
         Route::delete(queue, Access::Admin, RESOURCES)
             .summary("Delete a queue with everything in it (idempotent)")
+            .path::<QueuePath>()
             .ok(200, "Deleted", queue_deleted()),
         Route::delete("/api/v1/queues/{queue}/clear", Access::Admin, RESOURCES)
             .summary("Empty a queue but keep its configuration, partitions and groups")
-            .query(vec![text(
-                "partition",
-                "Not supported: present, the request is refused (400) and nothing is deleted",
-            )])
+            .query::<ClearQuery>()
+            .path::<QueuePath>()
             .ok(200, "Cleared", queue_cleared())
             .errors(&[404]),
     ]
 }
 
 fn listing_routes() -> Vec<Route> {
-    let mut partition_filters = vec![
-        param_name("queue", "Only partitions of this queue"),
-        text("search", "Substring of the partition name"),
-    ];
-    partition_filters.extend(paging(100, 10_000));
     vec![
         Route::get("/api/v1/resources/namespaces", Access::ReadOnly, RESOURCES)
             .summary("Queues grouped by namespace")
@@ -67,7 +70,7 @@ fn listing_routes() -> Vec<Route> {
             .ok(200, "Tasks", label_rows("task", "tasks")),
         Route::get("/api/v1/resources/partitions", Access::ReadOnly, RESOURCES)
             .summary("Partitions, by queue then name")
-            .query(partition_filters)
+            .query::<PartitionsQuery>()
             .ok(200, "A page of partitions", partition_page()),
     ]
 }
@@ -76,14 +79,16 @@ fn message_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/messages", Access::ReadOnly, MESSAGES)
             .summary("Messages, newest first, without payloads")
-            .query(message_filters())
+            .query::<MessagesQuery>()
             .ok(200, "A page of messages", message_page()),
         Route::get(MESSAGE, Access::ReadOnly, MESSAGES)
             .summary("One message with its payload and per-group state")
+            .path::<MessageKey>()
             .ok(200, "The message", map_of(any()))
             .errors(&[404]),
         Route::delete(MESSAGE, Access::ReadWrite, MESSAGES)
             .summary("Delete a message; every group skips it")
+            .path::<MessageKey>()
             .ok(200, "Deleted", message_changed())
             .errors(&[404, 409]),
         Route::post(
@@ -92,7 +97,8 @@ fn message_routes() -> Vec<Route> {
             MESSAGES,
         )
         .summary("Requeue a dead-lettered message")
-        .body(object(&[("consumerGroup", nullable(name()))]))
+        .path::<MessageKey>()
+        .body::<RequeueBody>()
         .ok(200, "Requeued", message_changed())
         .errors(&[404]),
         Route::post(
@@ -101,60 +107,37 @@ fn message_routes() -> Vec<Route> {
             MESSAGES,
         )
         .summary("Move a pending message to the DLQ of one group")
-        .body(object(&[
-            ("consumerGroup", nullable(name())),
-            ("error", nullable(string())),
-        ]))
+        .path::<MessageKey>()
+        .body::<DeadLetterBody>()
         .ok(200, "Moved", message_changed())
         .errors(&[404, 409]),
         Route::get("/api/v1/dlq", Access::ReadOnly, MESSAGES)
             .summary("Dead letters, newest failure first")
-            .query(dlq_filters())
+            .query::<DlqQuery>()
             .ok(200, "A page of dead letters", dlq_page()),
     ]
 }
 
 fn group_routes() -> Vec<Route> {
-    let mut lagging = vec![int(
-        "minLagSeconds",
-        0,
-        None,
-        Some(3_600),
-        "Least time lag, seconds",
-    )];
-    lagging.extend(paging(1_000, 10_000));
     vec![
         Route::get("/api/v1/consumer-groups", Access::ReadOnly, GROUPS)
             .summary("Every (group, queue) pair with a cursor or a subscription")
-            .query(paging(1_000, 10_000))
+            .query::<Page<1_000, 10_000>>()
             .ok(200, LISTED, array(map_of(any()))),
         Route::get("/api/v1/consumer-groups/lagging", Access::ReadOnly, GROUPS)
             .summary("Partitions whose group lags more than minLagSeconds")
-            .query(lagging)
+            .query::<LaggingQuery>()
             .ok(200, LISTED, array(map_of(any()))),
         Route::get("/api/v1/consumer-groups/{group}", Access::ReadOnly, GROUPS)
             .summary("One group's cursors, by queue: a page of partitions per queue")
-            .query(group_detail_page())
+            .path::<GroupPath>()
+            .query::<DetailQuery>()
             .ok(
                 200,
                 "Partitions of the group by queue",
                 map_of(group_queue()),
             ),
     ]
-}
-
-fn group_detail_page() -> Vec<Param> {
-    let mut params = vec![
-        param_name("queue", "Only this queue"),
-        choice(
-            "sort",
-            &["partition", "lag"],
-            Some("partition"),
-            "Partitions by name, or most lagging first",
-        ),
-    ];
-    params.extend(paging(10_000, 10_000));
-    params
 }
 
 /// One queue of a group's detail: a page of its partitions and figures over all of them.
@@ -180,18 +163,12 @@ fn group_queue() -> Value {
 }
 
 fn group_changes() -> Vec<Route> {
-    let metadata = || {
-        vec![flag(
-            "deleteMetadata",
-            true,
-            "Also remove the subscriptions",
-        )]
-    };
     let group = "/api/v1/consumer-groups/{group}";
     vec![
         Route::delete(group, Access::Admin, GROUPS)
             .summary("Remove a group's cursors on every queue")
-            .query(metadata())
+            .path::<GroupPath>()
+            .query::<DeleteQuery>()
             .ok(200, "Deleted", group_deleted()),
         Route::delete(
             "/api/v1/consumer-groups/{group}/queues/{queue}",
@@ -199,7 +176,8 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Remove a group's cursors on one queue")
-        .query(metadata())
+        .path::<GroupQueuePath>()
+        .query::<DeleteQuery>()
         .ok(200, "Deleted", group_deleted()),
         Route::post(
             "/api/v1/consumer-groups/{group}/subscription",
@@ -207,10 +185,8 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Set where the group starts on partitions it has not touched")
-        .body(object_req(
-            &[("subscriptionTimestamp", string())],
-            &["subscriptionTimestamp"],
-        ))
+        .path::<GroupPath>()
+        .body::<SubscriptionBody>()
         .ok(200, "Updated", subscription_changed()),
         Route::post(
             "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
@@ -218,7 +194,8 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Move the group on every partition of a queue")
-        .body(seek_body())
+        .path::<GroupQueuePath>()
+        .body::<SeekBody>()
         .ok(200, "Moved", map_of(any()))
         .errors(&[404]),
         Route::post(
@@ -227,54 +204,12 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Move the group on one partition")
-        .body(seek_body())
+        .path::<GroupQueuePath>()
+        .path::<PartitionPath>()
+        .body::<PartitionSeekBody>()
         .ok(200, "Moved", map_of(any()))
         .errors(&[404]),
     ]
-}
-
-fn queue_filters() -> Vec<Param> {
-    let mut params = vec![
-        text("namespace", "Only queues of this namespace"),
-        text("task", "Only queues of this task"),
-        text("search", "Substring of the queue name"),
-    ];
-    params.extend(paging(1_000, 10_000));
-    params
-}
-
-fn message_filters() -> Vec<Param> {
-    let mut params = vec![
-        param_name("queue", "Only this queue"),
-        param_name("partition", "Only this partition"),
-        text("ns", "Only this namespace"),
-        text("namespace", "Only this namespace (when `ns` is absent)"),
-        text("task", "Only this task"),
-        param_name("consumerGroup", "Statuses relative to this group"),
-        choice(
-            "status",
-            &["pending", "processing", "completed", "dead_letter"],
-            None,
-            "Only messages with this status",
-        ),
-    ];
-    params.extend(range(
-        "Oldest createdAt (default now − 1 h)",
-        "Newest createdAt (default now)",
-    ));
-    params.extend(paging(200, 1_000));
-    params
-}
-
-fn dlq_filters() -> Vec<Param> {
-    let mut params = vec![
-        param_name("queue", "Only this queue"),
-        param_name("consumerGroup", "Only this group"),
-        param_name("partition", "Only this partition"),
-    ];
-    params.extend(range("Oldest failedAt", "Newest failedAt"));
-    params.extend(paging(100, 1_000));
-    params
 }
 
 fn overview() -> Value {
@@ -453,8 +388,4 @@ fn subscription_changed() -> Value {
         ("newTimestamp", time()),
         ("rowsUpdated", integer()),
     ])
-}
-
-fn seek_body() -> Value {
-    object(&[("toEnd", boolean()), ("timestamp", string())])
 }
