@@ -172,9 +172,10 @@ async fn check_scopes(
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TransactionBody<'a> {
-    /// Ack operations and push operations; their acks plus pushed items at most
+    /// Ack operations and push operations (at least one); their acks plus pushed items at most
     /// TRANSACTION_OPERATIONS_MAX
     #[serde(borrow)]
+    #[schemars(length(min = 1))]
     operations: Items<'a, OperationBody<'a>, OperationsMax>,
     /// Accepted and ignored: each ack checks its own lease (docs/compatibility.md)
     #[serde(default, borrow)]

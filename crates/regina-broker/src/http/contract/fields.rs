@@ -478,6 +478,17 @@ const NO_NUL: &str = "^[^\\u0000]*$";
 pub(crate) const NAME_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*\
      [^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$";
 
+/// The forms of a UUID the broker reads: hyphenated, simple (32 hex digits), braced or URN.
+pub(crate) const UUID_PATTERN: &str =
+    "^([0-9A-Fa-f]{32}|(urn:uuid:)?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-\
+     [0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}|\\{[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-\
+     [0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\\})$";
+
+/// The schema of a UUID member or parameter.
+pub(crate) fn uuid_schema() -> Value {
+    json!({"type": "string", "format": "uuid", "pattern": UUID_PATTERN})
+}
+
 /// The timestamp forms of spec §1.5: RFC 3339 (offset optional), or a date.
 pub(crate) const INSTANT_PATTERN: &str =
     "^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:\\d{2})?)?$";
@@ -517,7 +528,8 @@ inline_schema!("FreeText", [const KEEP: usize] FreeText<KEEP>, |_g| json_schema!
 inline_schema!("Name", [] Name, |_g| nullable(name_schema()));
 inline_schema!("RequiredName", [] RequiredName, |_g| Schema::try_from(name_schema())
     .unwrap_or_default());
-inline_schema!("UuidText", [] UuidText, |_g| json_schema!({"type": "string", "format": "uuid"}));
+inline_schema!("UuidText", [] UuidText, |_g| Schema::try_from(uuid_schema())
+    .unwrap_or_default());
 inline_schema!("Int", [const MIN: i64, const MAX: i64] Int<MIN, MAX>, |_g| json_schema!({
     "type": ["integer", "null"], "minimum": MIN, "maximum": MAX,
 }));

@@ -10,7 +10,7 @@ use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer};
 use time::OffsetDateTime;
 
-use super::fields::{name_schema, INSTANT_PATTERN};
+use super::fields::{name_schema, uuid_schema, INSTANT_PATTERN};
 use super::{fail, Failure, Limits};
 use crate::config::defaults;
 use crate::http::names::name_problem;
@@ -447,7 +447,8 @@ inline_schema!("QueryName", [] QueryName, |_g| Schema::try_from(name_schema())
 inline_schema!("PathName", [] PathName, |_g| Schema::try_from(name_schema())
     .unwrap_or_default());
 inline_schema!("PathText", [] PathText, |_g| json_schema!({"type": "string", "minLength": 1}));
-inline_schema!("PathUuid", [] PathUuid, |_g| json_schema!({"type": "string", "format": "uuid"}));
+inline_schema!("PathUuid", [] PathUuid, |_g| Schema::try_from(uuid_schema())
+    .unwrap_or_default());
 inline_schema!("PathKey", [const MAX: usize] PathKey<MAX>, |_g| json_schema!({
     "type": "string", "minLength": 1, "maxLength": MAX, "pattern": "^[^\\u0000]*$",
 }));

@@ -14,7 +14,7 @@ use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
 use axum::routing::{get, post, MethodRouter};
 use axum::Router;
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
 use uuid::Uuid;
@@ -85,7 +85,7 @@ impl JsonSchema for RequiredUuid {
         "RequiredUuid".into()
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": "string", "format": "uuid"})
+        Schema::try_from(super::contract::fields::uuid_schema()).unwrap_or_default()
     }
 }
 
