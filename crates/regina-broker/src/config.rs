@@ -137,20 +137,18 @@ impl std::fmt::Debug for Secret {
 }
 
 /// Log output format (`LOG_FORMAT`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
     /// Human-readable lines.
-    #[default]
     Text,
     /// One JSON object per line.
     Json,
 }
 
 /// Where a new named group starts when a pop names no subscription (`DEFAULT_SUBSCRIPTION_MODE`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubscriptionMode {
     /// From the oldest retained message.
-    #[default]
     All,
     /// From the instant of the group's first pop.
     New,
@@ -160,10 +158,9 @@ pub enum SubscriptionMode {
 }
 
 /// Where the dashboard served at `/` comes from (`WEBAPP_ROOT`, spec §1.2, §7).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WebappRoot {
     /// The files of `dashboard/dist` embedded at build time (`builtin`).
-    #[default]
     BuiltIn,
     /// The files of this directory, read at each request; it must hold `index.html`.
     Directory(std::path::PathBuf),

@@ -32,10 +32,9 @@ pub mod defaults {
 }
 
 /// Which signatures a token may carry (`JWT_ALGORITHM`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JwtAlgorithm {
     /// HMAC with SHA-256 and the shared secret `JWT_SECRET`.
-    #[default]
     Hs256,
     /// RSA PKCS#1 v1.5 with SHA-256; key from `JWT_PUBLIC_KEY` or `JWT_JWKS_URL`.
     Rs256,
