@@ -4,8 +4,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
@@ -24,13 +22,7 @@ use crate::state::{AppState, Shared};
 /// Ack `error` text beyond this many characters is truncated, not rejected (spec §6).
 const ERROR_CHARS_MAX: usize = 4_096;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/ack", post(ack))
-        .route("/api/v1/ack/batch", post(ack_batch))
-}
-
-async fn ack(
+pub(super) async fn ack(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,
@@ -59,7 +51,7 @@ impl Contract for AckBatchBody<'_> {
     }
 }
 
-async fn ack_batch(
+pub(super) async fn ack_batch(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,

@@ -5,8 +5,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
+use axum::routing::{get, MethodRouter};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -19,35 +18,21 @@ use super::range::{RangeQuery, TimeRange};
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
-/// The feeds, as named in the path.
-pub(crate) const FEEDS: [&str; 7] = [
-    "system-metrics",
-    "worker-metrics",
-    "queue-lag",
-    "queue-ops",
-    "queue-parked-replicas",
-    "retention",
-    "postgres-stats",
-];
 /// Longest `hostname` / `workerId` filter, characters.
 const INSTANCE_CHARS_MAX: usize = 255;
 
-/// One literal route per feed, so that each is a route of its own in the catalogue (its access
-/// level, its OpenAPI entry) and an unknown feed is an ordinary `404 route_not_found`.
-pub(super) fn routes() -> Router<AppState> {
-    FEEDS.into_iter().fold(Router::new(), |router, name| {
-        router.route(
-            &format!("/api/v1/analytics/{name}"),
-            get(
-                move |State(state): State<AppState>,
-                      auth: Auth,
-                      Params(range): Params<RangeQuery>,
-                      filters: Result<Params<FeedFilters>, ApiError>| {
-                    feed(name, state, auth, range, filters)
-                },
-            ),
-        )
-    })
+/// The handler of the feed `name` (`GET /api/v1/analytics/{name}`). Each feed is a literal route
+/// of its own, so that it has its catalogue entry (access level, OpenAPI entry) and an unknown
+/// feed is an ordinary `404 route_not_found`.
+pub(super) fn feed_route(name: &'static str) -> MethodRouter<AppState> {
+    get(
+        move |State(state): State<AppState>,
+              auth: Auth,
+              Params(range): Params<RangeQuery>,
+              filters: Result<Params<FeedFilters>, ApiError>| {
+            feed(name, state, auth, range, filters)
+        },
+    )
 }
 
 /// The selectors of a feed (after its range); each feed reads those it knows.

@@ -1,7 +1,9 @@
-//! The route catalogue: every route of the HTTP API (spec §3) with its access level (§1.6) and
-//! its answers, and the request types its handler parses (path, query, body). It is the one
-//! source of the access levels the middleware enforces (`access`) and of the OpenAPI document
-//! (`openapi`), whose request schemas come from those types (`contract`).
+//! The route catalogue: every route of the HTTP API (spec §3), declared once with its access level
+//! (§1.6), the request types its handler parses (path, query, body), its answers and its handler.
+//! It is the one source of the router ([`router`]), of the access levels the middleware enforces
+//! (`access`) and of the OpenAPI document (`openapi`), whose request schemas come from those
+//! types (`contract`). Adding a route: its request types and handler in their module, one entry
+//! here.
 //!
 //! Path templates use the router's `{param}` syntax. Templates are compared with parameter names
 //! normalised ([`template_key`]), so a route registered as `/x/{name}` matches a catalogue entry
@@ -17,10 +19,13 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use axum::http::Method;
+use axum::routing::MethodRouter;
+use axum::Router;
 use schemars::JsonSchema;
 use serde_json::Value;
 
 use super::contract::schema::{self as request_schema, SchemaFn};
+use crate::state::AppState;
 
 /// Who may call a route (spec §1.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -72,6 +77,8 @@ pub(crate) struct Route {
     pub(crate) success: Vec<Success>,
     /// Error statuses particular to this route (the common ones are added for every route).
     pub(crate) errors: Vec<u16>,
+    /// The handler: the router serves this route with it.
+    pub(crate) handler: Option<MethodRouter<AppState>>,
 }
 
 impl Route {
@@ -87,6 +94,7 @@ impl Route {
             body: None,
             success: Vec::new(),
             errors: Vec::new(),
+            handler: None,
         }
     }
 
@@ -150,6 +158,12 @@ impl Route {
         self
     }
 
+    /// The handler of this route (`get(handler)`, `post(handler)`, …).
+    pub(crate) fn to(mut self, handler: MethodRouter<AppState>) -> Route {
+        self.handler = Some(handler);
+        self
+    }
+
     pub(crate) fn errors(mut self, statuses: &[u16]) -> Route {
         self.errors = statuses.to_vec();
         self
@@ -174,6 +188,17 @@ pub(crate) fn routes() -> &'static [Route] {
         all.extend(routes_streams::routes());
         all
     })
+}
+
+/// The router of every route of the catalogue, each served by its handler: a route is declared
+/// once, here, with its access level, request types, answers and handler.
+pub(crate) fn router() -> Router<AppState> {
+    routes()
+        .iter()
+        .fold(Router::new(), |router, route| match &route.handler {
+            Some(handler) => router.route(route.path, handler.clone()),
+            None => router,
+        })
 }
 
 /// `path` with every `{param}` written `{}`: the form in which templates are compared.
@@ -245,6 +270,12 @@ mod tests {
             );
             assert!(!route.summary.is_empty(), "{} {}", route.method, route.path);
             assert!(!route.success.is_empty(), "{} {}", route.method, route.path);
+            assert!(
+                route.handler.is_some(),
+                "no handler: {} {}",
+                route.method,
+                route.path
+            );
         }
     }
 

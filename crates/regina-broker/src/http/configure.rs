@@ -3,8 +3,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -16,10 +14,6 @@ use super::error::{json_response, ApiError};
 use crate::config::Config;
 use crate::engine::json::to_json;
 use crate::state::AppState;
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/configure", post(configure))
-}
 
 /// Longest `namespace` / `task`, characters (spec §6).
 const LABEL_CHARS_MAX: usize = 255;
@@ -101,7 +95,7 @@ pub(crate) struct QueueOptions {
 
 impl Contract for QueueOptions {}
 
-async fn configure(
+pub(super) async fn configure(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,

@@ -9,8 +9,6 @@
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::routing::{delete, get, post};
-use axum::Router;
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -30,24 +28,6 @@ use crate::state::{AppState, Shared};
 const MIN_LAG_SECONDS_MAX: i64 = i32::MAX as i64;
 
 const TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
-
-pub(super) fn routes() -> Router<AppState> {
-    const GROUP: &str = "/api/v1/consumer-groups/{group}";
-    Router::new()
-        .route("/api/v1/consumer-groups", get(list))
-        .route("/api/v1/consumer-groups/lagging", get(lagging))
-        .route(GROUP, get(detail).delete(delete_group))
-        .route(
-            &format!("{GROUP}/queues/{{queue}}"),
-            delete(delete_on_queue),
-        )
-        .route(&format!("{GROUP}/subscription"), post(subscription))
-        .route(&format!("{GROUP}/queues/{{queue}}/seek"), post(seek_queue))
-        .route(
-            &format!("{GROUP}/queues/{{queue}}/partitions/{{partition}}/seek"),
-            post(seek_partition),
-        )
-}
 
 /// The group a path names.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -109,7 +89,7 @@ fn listing(total: i64, body: String) -> Response {
     response
 }
 
-async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     auth: Auth,
     Params(page): Params<Page<1_000, 10_000>>,
@@ -119,7 +99,7 @@ async fn list(
     Ok(listing(total, body))
 }
 
-async fn lagging(
+pub(super) async fn lagging(
     State(state): State<AppState>,
     auth: Auth,
     Params(query): Params<LaggingQuery>,
@@ -169,7 +149,7 @@ fn is_absent(name: &QueryName) -> bool {
 
 impl Contract for DetailQuery {}
 
-async fn detail(
+pub(super) async fn detail(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(GroupPath { group }): PathParams<GroupPath>,
@@ -209,7 +189,7 @@ pub(crate) struct DeleteQuery {
 
 impl Contract for DeleteQuery {}
 
-async fn delete_group(
+pub(super) async fn delete_group(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(GroupPath { group }): PathParams<GroupPath>,
@@ -219,7 +199,7 @@ async fn delete_group(
     delete_in(&state, group.0, None, query?.0).await
 }
 
-async fn delete_on_queue(
+pub(super) async fn delete_on_queue(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(GroupQueuePath { group, queue }): PathParams<GroupQueuePath>,
@@ -294,7 +274,7 @@ pub(crate) struct SubscriptionBody {
 
 impl Contract for SubscriptionBody {}
 
-async fn subscription(
+pub(super) async fn subscription(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(GroupPath { group }): PathParams<GroupPath>,
@@ -456,7 +436,7 @@ async fn seek(
     }
 }
 
-async fn seek_queue(
+pub(super) async fn seek_queue(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(GroupQueuePath { group, queue }): PathParams<GroupQueuePath>,
@@ -479,7 +459,7 @@ async fn seek_queue(
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-async fn seek_partition(
+pub(super) async fn seek_partition(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(GroupQueuePath { group, queue }): PathParams<GroupQueuePath>,

@@ -4,8 +4,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -15,10 +13,6 @@ use super::contract::{Contract, Params};
 use super::error::{json_response, ApiError};
 use crate::engine::json::to_json;
 use crate::state::AppState;
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/dlq", get(list))
-}
 
 /// Query of `GET /api/v1/dlq`, and the `regina.dlq_list` argument: the filters given (absent
 /// ones null), timestamps normalised.
@@ -50,7 +44,7 @@ pub(crate) struct DlqQuery {
 
 impl Contract for DlqQuery {}
 
-async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     auth: Auth,
     Params(query): Params<DlqQuery>,

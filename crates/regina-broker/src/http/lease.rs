@@ -10,8 +10,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -49,11 +47,7 @@ pub(crate) struct ExtendBody {
 
 impl Contract for ExtendBody {}
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/lease/{leaseId}/extend", post(extend))
-}
-
-async fn extend(
+pub(super) async fn extend(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(LeasePath { lease_id }): PathParams<LeasePath>,

@@ -5,8 +5,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -17,13 +15,7 @@ use super::error::{json_response, ApiError};
 use crate::failover::MaintenanceKind;
 use crate::state::{AppState, Shared};
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/system/maintenance", get(push_get).post(push_set))
-        .route("/api/v1/system/maintenance/pop", get(pop_get).post(pop_set))
-}
-
-async fn push_get(State(state): State<AppState>) -> Response {
+pub(super) async fn push_get(State(state): State<AppState>) -> Response {
     let shared = state.get();
     let stats = buffer_stats(shared).await;
     let body = serde_json::json!({
@@ -49,7 +41,7 @@ impl Contract for SwitchBody {
     }
 }
 
-async fn push_set(
+pub(super) async fn push_set(
     State(state): State<AppState>,
     Body(body): Body<SwitchBody>,
 ) -> Result<Response, ApiError> {
@@ -71,12 +63,12 @@ async fn push_set(
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-async fn pop_get(State(state): State<AppState>) -> Response {
+pub(super) async fn pop_get(State(state): State<AppState>) -> Response {
     let on = state.get().failover.maintenance().pop_on();
     json_response(StatusCode::OK, pop_body(on).to_string())
 }
 
-async fn pop_set(
+pub(super) async fn pop_set(
     State(state): State<AppState>,
     Body(body): Body<SwitchBody>,
 ) -> Result<Response, ApiError> {

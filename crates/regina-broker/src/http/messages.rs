@@ -6,8 +6,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::Router;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -31,23 +29,6 @@ const TRANSACTION_ID_CHARS_MAX: usize = 255;
 const ERROR_CHARS_MAX: usize = 4_096;
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const MANUAL_DLQ_ERROR: &str = "Moved to DLQ manually";
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/messages", get(list))
-        .route(
-            "/api/v1/messages/{partitionId}/{transactionId}",
-            get(detail).delete(remove),
-        )
-        .route(
-            "/api/v1/messages/{partitionId}/{transactionId}/retry",
-            post(requeue),
-        )
-        .route(
-            "/api/v1/messages/{partitionId}/{transactionId}/dlq",
-            post(dead_letter),
-        )
-}
 
 /// The statuses a listing filters by.
 #[derive(Debug)]
@@ -144,7 +125,7 @@ fn messages_query(query: &MessagesQuery) -> Result<String, ApiError> {
     }))
 }
 
-async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     auth: Auth,
     Params(query): Params<MessagesQuery>,
@@ -183,7 +164,7 @@ async fn check_scope(shared: &Shared, auth: &Auth, key: &MessageKey) -> Result<(
     }
 }
 
-async fn detail(
+pub(super) async fn detail(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(key): PathParams<MessageKey>,
@@ -253,7 +234,7 @@ fn answer(body: String) -> Result<(Response, Outcome), ApiError> {
     Ok((json_response(status, body), outcome))
 }
 
-async fn remove(
+pub(super) async fn remove(
     State(state): State<AppState>,
     auth: Auth,
     key: Result<PathParams<MessageKey>, ApiError>,
@@ -282,7 +263,7 @@ pub(crate) struct RequeueBody {
 
 impl Contract for RequeueBody {}
 
-async fn requeue(
+pub(super) async fn requeue(
     State(state): State<AppState>,
     auth: Auth,
     key: Result<PathParams<MessageKey>, ApiError>,
@@ -328,7 +309,7 @@ pub(crate) struct DeadLetterBody {
 
 impl Contract for DeadLetterBody {}
 
-async fn dead_letter(
+pub(super) async fn dead_letter(
     State(state): State<AppState>,
     auth: Auth,
     key: Result<PathParams<MessageKey>, ApiError>,

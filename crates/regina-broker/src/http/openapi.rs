@@ -5,8 +5,6 @@ use std::sync::OnceLock;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
 use serde_json::{json, Map, Value};
 
 use schemars::SchemaGenerator;
@@ -14,13 +12,8 @@ use schemars::SchemaGenerator;
 use super::catalog::{self, schemas, Access, Route};
 use super::contract::schema::{self as request_schema, SchemaFn};
 use super::error::json_response;
-use crate::state::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/openapi.json", get(serve))
-}
-
-async fn serve() -> Response {
+pub(super) async fn serve() -> Response {
     static TEXT: OnceLock<String> = OnceLock::new();
     let text = TEXT.get_or_init(|| serde_json::to_string(&document()).unwrap_or_default());
     json_response(StatusCode::OK, text.clone())

@@ -5,8 +5,6 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
@@ -39,16 +37,6 @@ const FAR_FUTURE: Duration = Duration::from_secs(365 * 86_400);
 const DB_RETRY_DELAY: Duration = Duration::from_secs(1);
 
 const EMPTY_REASON: HeaderName = HeaderName::from_static("x-regina-empty-reason");
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/pop", get(pop_selector))
-        .route("/api/v1/pop/queue/{queue}", get(pop_queue))
-        .route(
-            "/api/v1/pop/queue/{queue}/partition/{partition}",
-            get(pop_partition),
-        )
-}
 
 /// Which queues a pop reads.
 enum Target {
@@ -207,7 +195,7 @@ fn namespace_or_task(schema: &mut Schema) {
     );
 }
 
-async fn pop_queue(
+pub(super) async fn pop_queue(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(QueuePath { queue }): PathParams<QueuePath>,
@@ -221,7 +209,7 @@ async fn pop_queue(
     pop(&state, target, query?.0).await
 }
 
-async fn pop_partition(
+pub(super) async fn pop_partition(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(QueuePath { queue }): PathParams<QueuePath>,
@@ -237,7 +225,7 @@ async fn pop_partition(
     pop(&state, target, query?.0.into()).await
 }
 
-async fn pop_selector(
+pub(super) async fn pop_selector(
     State(state): State<AppState>,
     auth: Auth,
     Params(selector): Params<SelectorQuery>,

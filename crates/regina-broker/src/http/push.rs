@@ -5,8 +5,6 @@
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -19,10 +17,6 @@ use super::error::{json_response, ApiError};
 use super::push_items::{self, EntryStatus, ItemBody, PreparedItem, ENCRYPTION_UNAVAILABLE};
 use crate::engine::json::indexed_array;
 use crate::state::{AppState, Shared};
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/push", post(push))
-}
 
 /// Body of `POST /api/v1/push`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -38,7 +32,7 @@ impl Contract for PushBody<'_> {
     }
 }
 
-async fn push(
+pub(super) async fn push(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,

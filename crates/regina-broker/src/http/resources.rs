@@ -6,8 +6,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{delete, get};
-use axum::Router;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -24,21 +22,10 @@ use crate::state::AppState;
 /// Longest `namespace` / `task` filter, characters (spec §6).
 pub(super) const LABEL_CHARS_MAX: usize = 255;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/resources/overview", get(overview))
-        .route("/api/v1/resources/queues", get(queues))
-        .route(
-            "/api/v1/resources/queues/{queue}",
-            get(queue).delete(queue_delete),
-        )
-        .route("/api/v1/queues/{queue}/clear", delete(queue_clear))
-        .route("/api/v1/resources/partitions", get(partitions))
-        .route("/api/v1/resources/namespaces", get(namespaces))
-        .route("/api/v1/resources/tasks", get(tasks))
-}
-
-async fn overview(State(state): State<AppState>, auth: Auth) -> Result<Response, ApiError> {
+pub(super) async fn overview(
+    State(state): State<AppState>,
+    auth: Auth,
+) -> Result<Response, ApiError> {
     let body = state
         .get()
         .db
@@ -69,7 +56,7 @@ pub(crate) struct QueuesQuery {
 
 impl Contract for QueuesQuery {}
 
-async fn queues(
+pub(super) async fn queues(
     State(state): State<AppState>,
     auth: Auth,
     Params(query): Params<QueuesQuery>,
@@ -80,15 +67,17 @@ async fn queues(
 }
 
 /// A page of one queue: the argument of `regina.queue_detail` and of the status queue pages.
+/// The page is read after the queue's scope is checked.
 ///
 /// # Errors
-/// `403` for a queue outside the caller's scopes.
+/// `403` for a queue outside the caller's scopes, then `400` for a bad page.
 pub(super) fn queue_page<const DEFAULT: i64, const MAX: i64>(
     auth: &Auth,
     queue: &str,
-    page: &Page<DEFAULT, MAX>,
+    page: Result<Params<Page<DEFAULT, MAX>>, ApiError>,
 ) -> Result<String, ApiError> {
     auth.check_queue(queue)?;
+    let Params(page) = page?;
     Ok(to_json(&json!({
         "queue": queue,
         "limit": page.limit.0,
@@ -96,20 +85,20 @@ pub(super) fn queue_page<const DEFAULT: i64, const MAX: i64>(
     })))
 }
 
-async fn queue(
+pub(super) async fn queue(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(path): PathParams<QueuePath>,
-    Params(page): Params<Page<1_000, 10_000>>,
+    page: Result<Params<Page<1_000, 10_000>>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let request = queue_page(&auth, &path.queue.0, &page)?;
+    let request = queue_page(&auth, &path.queue.0, page)?;
     match state.get().db.queue_detail(&request).await? {
         Some(body) => Ok(json_response(StatusCode::OK, body)),
         None => Err(ApiError::queue_not_found()),
     }
 }
 
-async fn queue_delete(
+pub(super) async fn queue_delete(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(QueuePath { queue }): PathParams<QueuePath>,
@@ -130,7 +119,7 @@ pub(crate) struct ClearQuery {
 
 impl Contract for ClearQuery {}
 
-async fn queue_clear(
+pub(super) async fn queue_clear(
     State(state): State<AppState>,
     auth: Auth,
     path: Result<PathParams<QueuePath>, ApiError>,
@@ -185,7 +174,7 @@ pub(crate) struct PartitionsQuery {
 
 impl Contract for PartitionsQuery {}
 
-async fn partitions(
+pub(super) async fn partitions(
     State(state): State<AppState>,
     auth: Auth,
     Params(query): Params<PartitionsQuery>,
@@ -195,7 +184,10 @@ async fn partitions(
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn namespaces(State(state): State<AppState>, auth: Auth) -> Result<Response, ApiError> {
+pub(super) async fn namespaces(
+    State(state): State<AppState>,
+    auth: Auth,
+) -> Result<Response, ApiError> {
     let body = state
         .get()
         .db
@@ -204,7 +196,7 @@ async fn namespaces(State(state): State<AppState>, auth: Auth) -> Result<Respons
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn tasks(State(state): State<AppState>, auth: Auth) -> Result<Response, ApiError> {
+pub(super) async fn tasks(State(state): State<AppState>, auth: Auth) -> Result<Response, ApiError> {
     let body = state
         .get()
         .db

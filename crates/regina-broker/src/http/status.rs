@@ -5,8 +5,6 @@
 use axum::extract::State;
 use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::Router;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -30,16 +28,6 @@ const WORKER_SEEN_INTERVALS: u64 = 3;
 const WORKER_SEEN_SECONDS_MIN: u64 = 60;
 
 const TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/status", get(status))
-        .route("/api/v1/status/queues", get(queues))
-        .route("/api/v1/status/queues/{queue}", get(queue))
-        .route("/api/v1/status/queues/{queue}/messages", get(messages))
-        .route("/api/v1/status/analytics", get(analytics))
-        .route("/api/v1/stats/refresh", post(refresh))
-}
 
 /// The query of the status feeds, as the SQL functions take it.
 #[derive(Serialize, Default)]
@@ -102,7 +90,7 @@ impl Scope {
     }
 }
 
-async fn status(
+pub(super) async fn status(
     State(state): State<AppState>,
     auth: Auth,
     Params(range): Params<RangeQuery>,
@@ -150,7 +138,7 @@ fn queues_query(range: TimeRange, query: &QueuesQuery) -> String {
     })
 }
 
-async fn queues(
+pub(super) async fn queues(
     State(state): State<AppState>,
     auth: Auth,
     Params(range): Params<RangeQuery>,
@@ -163,26 +151,26 @@ async fn queues(
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn queue(
+pub(super) async fn queue(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(path): PathParams<QueuePath>,
-    Params(page): Params<Page<1_000, 10_000>>,
+    page: Result<Params<Page<1_000, 10_000>>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let request = queue_page(&auth, &path.queue.0, &page)?;
+    let request = queue_page(&auth, &path.queue.0, page)?;
     match state.get().db.status_queue(&request).await? {
         Some(body) => Ok(json_response(StatusCode::OK, body)),
         None => Err(ApiError::queue_not_found()),
     }
 }
 
-async fn messages(
+pub(super) async fn messages(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(path): PathParams<QueuePath>,
-    Params(page): Params<Page<50, 1_000>>,
+    page: Result<Params<Page<50, 1_000>>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let request = queue_page(&auth, &path.queue.0, &page)?;
+    let request = queue_page(&auth, &path.queue.0, page)?;
     let Some((total, body)) = state.get().db.status_queue_messages(&request).await? else {
         return Err(ApiError::queue_not_found());
     };
@@ -215,7 +203,7 @@ pub(crate) struct AnalyticsQuery {
 
 impl Contract for AnalyticsQuery {}
 
-async fn analytics(
+pub(super) async fn analytics(
     State(state): State<AppState>,
     auth: Auth,
     Params(query): Params<AnalyticsQuery>,
@@ -237,7 +225,7 @@ async fn analytics(
 }
 
 /// `POST /api/v1/stats/refresh`: a pass now, on a session of its own, unless one runs anywhere.
-async fn refresh(State(state): State<AppState>) -> Result<Response, ApiError> {
+pub(super) async fn refresh(State(state): State<AppState>) -> Result<Response, ApiError> {
     let shared = state.get();
     let client = shared.stats_session.connect().await?;
     let outcome = stats::refresh(

@@ -5,8 +5,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::Router;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
@@ -37,19 +35,6 @@ const TRANSACTION_ID_CHARS_MAX: usize = 255;
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 /// The member the SQL layer puts beside a sealed `message_payload`.
 const SEALED_MARK: &str = "\"payloadKeyId\"";
-
-/// The routes of traces. A literal segment beats a parameter (spec §2.4): the router tries
-/// `by-name` before `{partitionId}`, and `names` is a route of its own.
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/traces", post(record))
-        .route("/api/v1/traces/names", get(names))
-        .route("/api/v1/traces/by-name/{traceName}", get(by_name))
-        .route(
-            "/api/v1/traces/{partitionId}/{transactionId}",
-            get(by_message),
-        )
-}
 
 /// `traceNames` as sent: one name or a list.
 #[derive(Deserialize)]
@@ -275,7 +260,7 @@ struct Outcome {
     code: Option<String>,
 }
 
-async fn record(
+pub(super) async fn record(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,
@@ -305,7 +290,7 @@ struct SqlMessageQuery<'a> {
     transaction_id: &'a str,
 }
 
-async fn by_message(
+pub(super) async fn by_message(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(key): PathParams<MessageKey>,
@@ -337,7 +322,7 @@ pub(crate) struct TraceNamePath {
 
 impl Contract for TraceNamePath {}
 
-async fn by_name(
+pub(super) async fn by_name(
     State(state): State<AppState>,
     auth: Auth,
     PathParams(path): PathParams<TraceNamePath>,
@@ -357,7 +342,7 @@ async fn by_name(
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn names(
+pub(super) async fn names(
     State(state): State<AppState>,
     auth: Auth,
     Params(page): Params<Page<50, 1_000>>,

@@ -8,8 +8,6 @@ use std::collections::BTreeSet;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Router;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -30,10 +28,6 @@ use crate::engine::json::{indexed_array, to_json};
 use crate::engine::{push_arrays, TransactionRequest};
 use crate::state::{AppState, Shared};
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/transaction", post(transaction))
-}
-
 /// A refused transaction: why, and the outcomes computed up to the failing operation.
 struct Failure {
     error: ApiError,
@@ -49,7 +43,7 @@ impl From<ApiError> for Failure {
     }
 }
 
-async fn transaction(
+pub(super) async fn transaction(
     State(state): State<AppState>,
     auth: Auth,
     body: Result<BodyBytes, ApiError>,

@@ -14,6 +14,8 @@ use crate::http::lease::{ExtendBody, LeasePath};
 use crate::http::pop::{PartitionPopQuery, PopQuery, SelectorQuery};
 use crate::http::push::PushBody;
 use crate::http::transaction::TransactionBody;
+use crate::http::{ack, configure, health, lease, metrics, openapi, pop, push, transaction};
+use axum::routing::{get, post};
 
 const HEALTH: &str = "health";
 const QUEUES: &str = "queues";
@@ -30,13 +32,16 @@ fn health_routes() -> Vec<Route> {
     vec![
         Route::get("/health", Access::Public, HEALTH)
             .summary("Whether this instance can reach PostgreSQL")
+            .to(get(health::health))
             .ok(200, "Healthy", health())
             .errors(&[503]),
         Route::get("/metrics", Access::Public, HEALTH)
             .summary("This instance's counters as JSON")
+            .to(get(metrics::metrics))
             .ok(200, "Counters of this instance", metrics()),
         Route::get("/metrics/prometheus", Access::Public, HEALTH)
             .summary("Metrics in the Prometheus text format 0.0.4")
+            .to(get(metrics::prometheus))
             .ok_as(
                 200,
                 "Prometheus exposition",
@@ -44,6 +49,7 @@ fn health_routes() -> Vec<Route> {
             ),
         Route::get("/api/openapi.json", Access::Public, HEALTH)
             .summary("This OpenAPI document")
+            .to(get(openapi::serve))
             .ok(200, "OpenAPI 3.1 document", json!({"type": "object"})),
     ]
 }
@@ -52,11 +58,13 @@ fn produce_routes() -> Vec<Route> {
     vec![
         Route::post("/api/v1/configure", Access::ReadWrite, QUEUES)
             .summary("Create a queue or change its configuration (options merge)")
+            .to(post(configure::configure))
             .body::<ConfigureBody<'static>>()
             .ok(200, "Configuration changed", configured())
             .ok(201, "Queue created", configured()),
         Route::post("/api/v1/push", Access::ReadWrite, MESSAGING)
             .summary("Push messages; per-item outcomes in input order")
+            .to(post(push::push))
             .body::<PushBody<'static>>()
             .ok(
                 201,
@@ -75,6 +83,7 @@ fn consume_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/pop/queue/{queue}", Access::ReadWrite, MESSAGING)
             .summary("Claim partitions of a queue and receive messages")
+            .to(get(pop::pop_queue))
             .path::<QueuePath>()
             .query::<PopQuery>()
             .ok(200, "Messages delivered", pop_body())
@@ -85,6 +94,7 @@ fn consume_routes() -> Vec<Route> {
             MESSAGING,
         )
         .summary("Claim one partition and receive messages")
+        .to(get(pop::pop_partition))
         .path::<QueuePath>()
         .path::<PartitionPath>()
         .query::<PartitionPopQuery>()
@@ -92,16 +102,19 @@ fn consume_routes() -> Vec<Route> {
         .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
         Route::get("/api/v1/pop", Access::ReadWrite, MESSAGING)
             .summary("Pop across the queues of a namespace and/or task, in priority order")
+            .to(get(pop::pop_selector))
             .query::<SelectorQuery>()
             .query::<PopQuery>()
             .ok(200, "Messages delivered", pop_body())
             .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
         Route::post("/api/v1/ack", Access::ReadWrite, MESSAGING)
             .summary("Acknowledge one message")
+            .to(post(ack::ack))
             .body::<AckItem>()
             .ok(200, "The outcome, in-band", array(named("AckResult"))),
         Route::post("/api/v1/ack/batch", Access::ReadWrite, MESSAGING)
             .summary("Acknowledge many messages")
+            .to(post(ack::ack_batch))
             .body::<AckBatchBody<'static>>()
             .ok(
                 200,
@@ -114,6 +127,7 @@ fn consume_routes() -> Vec<Route> {
             MESSAGING,
         )
         .summary("Extend every partition lease held by a pop's lease")
+        .to(post(lease::extend))
         .path::<LeasePath>()
         .body::<ExtendBody>()
         .ok(
@@ -124,6 +138,7 @@ fn consume_routes() -> Vec<Route> {
         ),
         Route::post("/api/v1/transaction", Access::ReadWrite, MESSAGING)
             .summary("Pushes and acks committed together or not at all")
+            .to(post(transaction::transaction))
             .body::<TransactionBody<'static>>()
             .ok(200, "Committed", transaction_body())
             .errors(&[404, 409, 429]),

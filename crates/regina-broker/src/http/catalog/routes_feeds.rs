@@ -15,6 +15,8 @@ use crate::http::messages::MessageKey;
 use crate::http::range::RangeQuery;
 use crate::http::status::{AnalyticsQuery, QueuesQuery, Scope};
 use crate::http::traces::{TraceBody, TraceNamePath};
+use crate::http::{analytics, buffers, maintenance, status, traces};
+use axum::routing::{get, post};
 
 const TRACES: &str = "traces";
 const STATUS: &str = "status";
@@ -28,10 +30,13 @@ pub(super) fn routes() -> Vec<Route> {
     all
 }
 
+/// A literal segment beats a parameter (spec §2.4): the router tries `by-name` before
+/// `{partitionId}`, and `names` is a route of its own.
 fn trace_routes() -> Vec<Route> {
     vec![
         Route::post("/api/v1/traces", Access::ReadWrite, TRACES)
             .summary("Record a trace event on a message")
+            .to(post(traces::record))
             .body::<TraceBody>()
             .ok(
                 201,
@@ -45,6 +50,7 @@ fn trace_routes() -> Vec<Route> {
             TRACES,
         )
         .summary("A message's trace events, oldest first")
+        .to(get(traces::by_message))
         .path::<MessageKey>()
         .ok(
             200,
@@ -57,11 +63,13 @@ fn trace_routes() -> Vec<Route> {
             TRACES,
         )
         .summary("Trace events carrying a name, newest first")
+        .to(get(traces::by_name))
         .path::<TraceNamePath>()
         .query::<Page<100, 1_000>>()
         .ok(200, "A page of trace events", trace_page("traces")),
         Route::get("/api/v1/traces/names", Access::ReadOnly, TRACES)
             .summary("Trace names, most recently seen first")
+            .to(get(traces::names))
             .query::<Page<50, 1_000>>()
             .ok(200, "A page of trace names", trace_page("trace_names")),
     ]
@@ -71,16 +79,19 @@ fn status_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/status", Access::ReadOnly, STATUS)
             .summary("Dashboard summary: throughput, queues, messages, leases, DLQ, workers")
+            .to(get(status::status))
             .query::<RangeQuery>()
             .query::<Scope>()
             .ok(200, "Summary", map_of(any())),
         Route::get("/api/v1/status/queues", Access::ReadOnly, STATUS)
             .summary("Queues with counts and throughput")
+            .to(get(status::queues))
             .query::<RangeQuery>()
             .query::<QueuesQuery>()
             .ok(200, "A page of queues", status_queue_page()),
         Route::get("/api/v1/status/queues/{queue}", Access::ReadOnly, STATUS)
             .summary("One queue's configuration and partitions")
+            .to(get(status::queue))
             .path::<QueuePath>()
             .query::<Page<1_000, 10_000>>()
             .ok(200, "The queue", map_of(any()))
@@ -91,18 +102,21 @@ fn status_routes() -> Vec<Route> {
             STATUS,
         )
         .summary("A queue's messages, newest first; X-Total-Count")
+        .to(get(status::messages))
         .path::<QueuePath>()
         .query::<Page<50, 1_000>>()
         .ok(200, "Messages", array(map_of(any())))
         .errors(&[404]),
         Route::get("/api/v1/status/analytics", Access::ReadOnly, STATUS)
             .summary("Messages pushed per bucket")
+            .to(get(status::analytics))
             .query::<AnalyticsQuery>()
             .query::<RangeQuery>()
             .query::<Scope>()
             .ok(200, "Data points", data_points()),
         Route::get("/api/v1/status/buffers", Access::ReadOnly, STATUS)
             .summary("This instance's failover buffer")
+            .to(get(buffers::buffers))
             .ok(200, "Buffer state", buffers()),
     ]
 }
@@ -138,8 +152,10 @@ fn analytics_routes() -> Vec<Route> {
     series
         .into_iter()
         .map(|(path, summary)| {
+            let feed = path.trim_start_matches("/api/v1/analytics/");
             Route::get(path, Access::ReadOnly, "analytics")
                 .summary(summary)
+                .to(analytics::feed_route(feed))
                 .query::<RangeQuery>()
                 .query::<FeedFilters>()
                 .ok(200, "Series", named("TimeSeries"))
@@ -152,20 +168,25 @@ fn system_routes() -> Vec<Route> {
     let routes = vec![
         Route::get("/api/v1/system/maintenance", Access::Admin, SYSTEM)
             .summary("The maintenance switches and the failover buffer")
+            .to(get(maintenance::push_get))
             .ok(200, "Switches", maintenance()),
         Route::post("/api/v1/system/maintenance", Access::Admin, SYSTEM)
             .summary("Switch push maintenance (pushes go to the failover buffer)")
+            .to(post(maintenance::push_set))
             .body::<SwitchBody>()
             .ok(200, "Switched", maintenance_switched()),
         Route::get("/api/v1/system/maintenance/pop", Access::Admin, SYSTEM)
             .summary("The pop maintenance switch")
+            .to(get(maintenance::pop_get))
             .ok(200, "Switch", pop_switch()),
         Route::post("/api/v1/system/maintenance/pop", Access::Admin, SYSTEM)
             .summary("Switch pop maintenance (every pop answers 204 paused)")
+            .to(post(maintenance::pop_set))
             .body::<SwitchBody>()
             .ok(200, "Switched", pop_switch()),
         Route::post("/api/v1/stats/refresh", Access::Admin, SYSTEM)
             .summary("Recompute the dashboard stats now")
+            .to(post(status::refresh))
             .ok(200, "Refreshed or skipped", stats_refreshed()),
     ];
     routes

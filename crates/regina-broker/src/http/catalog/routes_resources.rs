@@ -15,6 +15,8 @@ use crate::http::contract::params::{Page, PartitionPath, QueuePath};
 use crate::http::dlq::DlqQuery;
 use crate::http::messages::{DeadLetterBody, MessageKey, MessagesQuery, RequeueBody};
 use crate::http::resources::{ClearQuery, PartitionsQuery, QueuesQuery};
+use crate::http::{consumer_groups, dlq, messages, resources};
+use axum::routing::{delete, get, post};
 
 const RESOURCES: &str = "resources";
 const MESSAGES: &str = "messages";
@@ -36,23 +38,28 @@ fn queue_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/resources/overview", Access::ReadOnly, RESOURCES)
             .summary("Counts, lag and throughput over every queue")
+            .to(get(resources::overview))
             .ok(200, "Overview", overview()),
         Route::get("/api/v1/resources/queues", Access::ReadOnly, RESOURCES)
             .summary("Queues, by name")
+            .to(get(resources::queues))
             .query::<QueuesQuery>()
             .ok(200, "A page of queues", queue_page()),
         Route::get(queue, Access::ReadOnly, RESOURCES)
             .summary("One queue with its options and partitions")
+            .to(get(resources::queue))
             .path::<QueuePath>()
             .query::<Page<1_000, 10_000>>()
             .ok(200, "The queue", queue_detail())
             .errors(&[404]),
         Route::delete(queue, Access::Admin, RESOURCES)
             .summary("Delete a queue with everything in it (idempotent)")
+            .to(delete(resources::queue_delete))
             .path::<QueuePath>()
             .ok(200, "Deleted", queue_deleted()),
         Route::delete("/api/v1/queues/{queue}/clear", Access::Admin, RESOURCES)
             .summary("Empty a queue but keep its configuration, partitions and groups")
+            .to(delete(resources::queue_clear))
             .query::<ClearQuery>()
             .path::<QueuePath>()
             .ok(200, "Cleared", queue_cleared())
@@ -64,12 +71,15 @@ fn listing_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/resources/namespaces", Access::ReadOnly, RESOURCES)
             .summary("Queues grouped by namespace")
+            .to(get(resources::namespaces))
             .ok(200, "Namespaces", label_rows("namespace", "namespaces")),
         Route::get("/api/v1/resources/tasks", Access::ReadOnly, RESOURCES)
             .summary("Queues grouped by task")
+            .to(get(resources::tasks))
             .ok(200, "Tasks", label_rows("task", "tasks")),
         Route::get("/api/v1/resources/partitions", Access::ReadOnly, RESOURCES)
             .summary("Partitions, by queue then name")
+            .to(get(resources::partitions))
             .query::<PartitionsQuery>()
             .ok(200, "A page of partitions", partition_page()),
     ]
@@ -79,15 +89,18 @@ fn message_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/messages", Access::ReadOnly, MESSAGES)
             .summary("Messages, newest first, without payloads")
+            .to(get(messages::list))
             .query::<MessagesQuery>()
             .ok(200, "A page of messages", message_page()),
         Route::get(MESSAGE, Access::ReadOnly, MESSAGES)
             .summary("One message with its payload and per-group state")
+            .to(get(messages::detail))
             .path::<MessageKey>()
             .ok(200, "The message", map_of(any()))
             .errors(&[404]),
         Route::delete(MESSAGE, Access::ReadWrite, MESSAGES)
             .summary("Delete a message; every group skips it")
+            .to(delete(messages::remove))
             .path::<MessageKey>()
             .ok(200, "Deleted", message_changed())
             .errors(&[404, 409]),
@@ -97,6 +110,7 @@ fn message_routes() -> Vec<Route> {
             MESSAGES,
         )
         .summary("Requeue a dead-lettered message")
+        .to(post(messages::requeue))
         .path::<MessageKey>()
         .body::<RequeueBody>()
         .ok(200, "Requeued", message_changed())
@@ -107,12 +121,14 @@ fn message_routes() -> Vec<Route> {
             MESSAGES,
         )
         .summary("Move a pending message to the DLQ of one group")
+        .to(post(messages::dead_letter))
         .path::<MessageKey>()
         .body::<DeadLetterBody>()
         .ok(200, "Moved", message_changed())
         .errors(&[404, 409]),
         Route::get("/api/v1/dlq", Access::ReadOnly, MESSAGES)
             .summary("Dead letters, newest failure first")
+            .to(get(dlq::list))
             .query::<DlqQuery>()
             .ok(200, "A page of dead letters", dlq_page()),
     ]
@@ -122,14 +138,17 @@ fn group_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/consumer-groups", Access::ReadOnly, GROUPS)
             .summary("Every (group, queue) pair with a cursor or a subscription")
+            .to(get(consumer_groups::list))
             .query::<Page<1_000, 10_000>>()
             .ok(200, LISTED, array(map_of(any()))),
         Route::get("/api/v1/consumer-groups/lagging", Access::ReadOnly, GROUPS)
             .summary("Partitions whose group lags more than minLagSeconds")
+            .to(get(consumer_groups::lagging))
             .query::<LaggingQuery>()
             .ok(200, LISTED, array(map_of(any()))),
         Route::get("/api/v1/consumer-groups/{group}", Access::ReadOnly, GROUPS)
             .summary("One group's cursors, by queue: a page of partitions per queue")
+            .to(get(consumer_groups::detail))
             .path::<GroupPath>()
             .query::<DetailQuery>()
             .ok(
@@ -167,6 +186,7 @@ fn group_changes() -> Vec<Route> {
     vec![
         Route::delete(group, Access::Admin, GROUPS)
             .summary("Remove a group's cursors on every queue")
+            .to(delete(consumer_groups::delete_group))
             .path::<GroupPath>()
             .query::<DeleteQuery>()
             .ok(200, "Deleted", group_deleted()),
@@ -176,6 +196,7 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Remove a group's cursors on one queue")
+        .to(delete(consumer_groups::delete_on_queue))
         .path::<GroupQueuePath>()
         .query::<DeleteQuery>()
         .ok(200, "Deleted", group_deleted()),
@@ -185,6 +206,7 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Set where the group starts on partitions it has not touched")
+        .to(post(consumer_groups::subscription))
         .path::<GroupPath>()
         .body::<SubscriptionBody>()
         .ok(200, "Updated", subscription_changed()),
@@ -194,6 +216,7 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Move the group on every partition of a queue")
+        .to(post(consumer_groups::seek_queue))
         .path::<GroupQueuePath>()
         .body::<SeekBody>()
         .ok(200, "Moved", map_of(any()))
@@ -204,6 +227,7 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Move the group on one partition")
+        .to(post(consumer_groups::seek_partition))
         .path::<GroupQueuePath>()
         .path::<PartitionPath>()
         .body::<PartitionSeekBody>()

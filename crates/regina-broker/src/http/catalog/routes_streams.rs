@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::schemas::{any, array, boolean, integer, named, nullable, object, string, time, uuid};
 use super::{Access, Route};
+use crate::http::streams;
 use crate::http::streams::{CycleBody, ListingQuery, RegisterBody, StateGetBody};
 
 const STREAMS: &str = "streams";
@@ -13,15 +14,18 @@ pub(super) fn routes() -> Vec<Route> {
     vec![
         Route::post("/streams/v1/queries", Access::ReadWrite, STREAMS)
             .summary("Register a streams query by name (a changed config_hash needs reset)")
+            .to(streams::queries_route())
             .body::<RegisterBody>()
             .ok(200, "Registered", registered())
             .errors(&[409]),
         Route::post("/streams/v1/state/get", Access::ReadOnly, STREAMS)
             .summary("Read a shard's state rows (keys, literal key prefix, ripe windows)")
+            .to(streams::state_route())
             .body::<StateGetBody<'static>>()
             .ok(200, "State rows by key", state_rows()),
         Route::post("/streams/v1/cycle", Access::ReadWrite, STREAMS)
             .summary("State ops, sink pushes and the source ack, committed together or not at all")
+            .to(streams::cycle_route())
             .body::<CycleBody<'static>>()
             .ok(
                 200,
@@ -31,6 +35,7 @@ pub(super) fn routes() -> Vec<Route> {
             .errors(&[404, 409, 429]),
         Route::get("/api/v1/resources/streams", Access::ReadOnly, STREAMS)
             .summary("Registered streams queries with their state size and last cycle")
+            .to(streams::listing_route())
             .query::<ListingQuery>()
             .ok(200, "One page of queries", listing()),
     ]

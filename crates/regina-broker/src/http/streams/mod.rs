@@ -13,7 +13,6 @@ use std::borrow::Cow;
 use axum::http::{header, HeaderValue, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
 use axum::routing::{get, post, MethodRouter};
-use axum::Router;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer};
 use serde_json::value::RawValue;
@@ -31,12 +30,24 @@ pub(crate) use state::StateGetBody;
 /// Longest state key and `key_prefix`, bytes of UTF-8 (streams-api.md §4).
 const STATE_KEY_BYTES_MAX: usize = 1_024;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/streams/v1/queries", only_post(post(register::register)))
-        .route("/streams/v1/cycle", only_post(post(cycle::cycle)))
-        .route("/streams/v1/state/get", only_post(post(state::state_get)))
-        .route("/api/v1/resources/streams", get(listing::list))
+/// `POST /streams/v1/queries`.
+pub(super) fn queries_route() -> MethodRouter<AppState> {
+    only_post(post(register::register))
+}
+
+/// `POST /streams/v1/cycle`.
+pub(super) fn cycle_route() -> MethodRouter<AppState> {
+    only_post(post(cycle::cycle))
+}
+
+/// `POST /streams/v1/state/get`.
+pub(super) fn state_route() -> MethodRouter<AppState> {
+    only_post(post(state::state_get))
+}
+
+/// `GET /api/v1/resources/streams`.
+pub(super) fn listing_route() -> MethodRouter<AppState> {
+    get(listing::list)
 }
 
 /// A streams route: any other method answers `405` with the `Allow` of §3.4.
