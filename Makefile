@@ -53,7 +53,7 @@ lint: ## Format check and clippy with warnings as errors
 fmt: ## Format all Rust code
 	$(CARGO) fmt --all
 
-openapi: ## Regenerate api/openapi.json from the route catalogue (a test fails when it is stale)
+openapi: ## Regenerate api/openapi.json from the route catalogue and request types (a test fails when it is stale)
 	$(CARGO) run -q -p regina -- openapi > api/openapi.json
 
 openapi-check: ## Validate api/openapi.json against the OpenAPI 3.1 schema (installs the validator in target/)

@@ -1,14 +1,17 @@
 //! Every setting of the broker (spec §6 limits, §7 configuration), with its default and unit.
 //!
 //! Each field is an environment variable and a `regina serve` flag of the same name in kebab case;
-//! flags win over variables. Defaults live in [`defaults`] so `Config::default()` and the command
-//! line can never disagree.
+//! flags win over variables. Each default is written once, in [`defaults`] (or in the setting's
+//! `#[arg]` for enumerations), and given to the command line; [`Config::default`] reads the command
+//! line's defaults back, `regina serve --help` shows them, and the README's settings table is
+//! generated from the same command line (`regina settings`).
 
 use std::time::Duration;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
-/// Default value of every setting, shared by the command line and [`Config::default`].
+/// The default of every setting with one, as the command line takes it ([`Config::default`]
+/// reads it back from there).
 pub mod defaults {
     /// `HOST`.
     pub const HOST: &str = "0.0.0.0";
@@ -136,20 +139,18 @@ impl std::fmt::Debug for Secret {
 }
 
 /// Log output format (`LOG_FORMAT`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogFormat {
     /// Human-readable lines.
-    #[default]
     Text,
     /// One JSON object per line.
     Json,
 }
 
 /// Where a new named group starts when a pop names no subscription (`DEFAULT_SUBSCRIPTION_MODE`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SubscriptionMode {
     /// From the oldest retained message.
-    #[default]
     All,
     /// From the instant of the group's first pop.
     New,
@@ -159,10 +160,9 @@ pub enum SubscriptionMode {
 }
 
 /// Where the dashboard served at `/` comes from (`WEBAPP_ROOT`, spec §1.2, §7).
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WebappRoot {
     /// The files of `dashboard/dist` embedded at build time (`builtin`).
-    #[default]
     BuiltIn,
     /// The files of this directory, read at each request; it must hold `index.html`.
     Directory(std::path::PathBuf),
@@ -193,10 +193,10 @@ impl SubscriptionMode {
 /// Every setting of the broker. See spec §6 (limits) and §7 (configuration).
 #[derive(clap::Args, Clone, Debug)]
 pub struct Config {
-    /// Listen address. Default `0.0.0.0`.
+    /// Listen address.
     #[arg(long, env = "HOST", default_value = defaults::HOST)]
     pub host: String,
-    /// Listen port. Default 6632.
+    /// Listen port.
     #[arg(long, env = "PORT", default_value_t = defaults::PORT)]
     pub port: u16,
     /// Async runtime worker threads (read by the binary). Default: the CPU count.
@@ -205,48 +205,47 @@ pub struct Config {
     /// Instance name in health, logs and metrics. Default `<hostname>-<pid>`.
     #[arg(long, env = "WORKER_ID")]
     pub worker_id: Option<String>,
-    /// Log filter: `trace`, `debug`, `info`, `warn`, `error` or a full directive. Default `info`.
+    /// Log filter: `trace`, `debug`, `info`, `warn`, `error` or a full directive.
     #[arg(long, env = "LOG_LEVEL", default_value = defaults::LOG_LEVEL)]
     pub log_level: String,
-    /// Log format: `text` or `json`. Default `text`.
+    /// Log format: `text` or `json`.
     #[arg(long, env = "LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
-    /// Value of `Access-Control-Allow-Origin` on every response. Default `*`.
+    /// Value of `Access-Control-Allow-Origin` on every response.
     #[arg(long, env = "CORS_ALLOW_ORIGIN", default_value = defaults::CORS_ALLOW_ORIGIN)]
     pub cors_allow_origin: String,
     /// The dashboard served at `/`: `builtin` (the one built into this binary), a directory to
-    /// serve it from instead (it must hold `index.html`), or `off`. Default `builtin`.
+    /// serve it from instead (it must hold `index.html`), or `off`.
     #[arg(long, env = "WEBAPP_ROOT", default_value = defaults::WEBAPP_ROOT,
           value_parser = parse_webapp_root)]
     pub webapp_root: WebappRoot,
-    /// Time to finish in-flight work after the shutdown signal, milliseconds. Default 10 000.
+    /// Time to finish in-flight work after the shutdown signal, milliseconds.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = defaults::SHUTDOWN_GRACE_MS)]
     pub shutdown_grace_ms: u64,
-    /// Status of an empty pop: `204`, or `200` for the body form of spec §2.2. Default 204.
+    /// Status of an empty pop: `204`, or `200` for the body form of spec §2.2.
     #[arg(long, env = "POP_EMPTY_STATUS", default_value_t = defaults::POP_EMPTY_STATUS,
           value_parser = parse_pop_empty_status)]
     pub pop_empty_status: u16,
     /// Failover-buffer directory of this instance; must not be shared between instances (a lock
     /// file keeps a second instance out). Not writable: failover is disabled with a startup
-    /// warning. Default `/var/lib/regina/buffer`.
+    /// warning.
     #[arg(long, env = "FILE_BUFFER_DIR", default_value = defaults::FILE_BUFFER_DIR)]
     pub file_buffer_dir: String,
     /// Period at which the failover drainer checks for records to replay, milliseconds.
-    /// Default 100.
     #[arg(long, env = "FILE_BUFFER_FLUSH_MS", default_value_t = defaults::FILE_BUFFER_FLUSH_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub file_buffer_flush_ms: u64,
-    /// Buffered records replayed per transaction. Default 1 000.
+    /// Buffered records replayed per transaction.
     #[arg(long, env = "FILE_BUFFER_MAX_BATCH", default_value_t = defaults::FILE_BUFFER_MAX_BATCH,
           value_parser = parse_positive_usize)]
     pub file_buffer_max_batch: usize,
-    /// Records per failover segment file before a new one is started. Default 10 000.
+    /// Records per failover segment file before a new one is started.
     #[arg(long, env = "FILE_BUFFER_EVENTS_PER_FILE",
           default_value_t = defaults::FILE_BUFFER_EVENTS_PER_FILE,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub file_buffer_events_per_file: u64,
-    /// Disk space of the failover buffer, bytes; beyond it pushes that need the buffer answer
-    /// `503 buffer_unavailable`. Default 1 GiB.
+    /// Disk space of the failover buffer, bytes; beyond it pushes that need the buffer answer `503
+    /// buffer_unavailable`.
     #[arg(long, env = "FILE_BUFFER_BYTES_MAX", default_value_t = defaults::FILE_BUFFER_BYTES_MAX,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub file_buffer_bytes_max: u64,
@@ -255,216 +254,212 @@ pub struct Config {
     /// Default: none.
     #[arg(long, env = "DATABASE_URL")]
     pub database_url: Option<String>,
-    /// Database host (or Unix socket directory). Default `localhost`.
+    /// Database host (or Unix socket directory).
     #[arg(long, env = "PG_HOST", default_value = defaults::PG_HOST)]
     pub pg_host: String,
-    /// Database port. Default 5432.
+    /// Database port.
     #[arg(long, env = "PG_PORT", default_value_t = defaults::PG_PORT)]
     pub pg_port: u16,
-    /// Database name. Default `postgres`.
+    /// Database name.
     #[arg(long, env = "PG_DB", default_value = defaults::PG_DB)]
     pub pg_db: String,
-    /// Database user. Default `postgres`.
+    /// Database user.
     #[arg(long, env = "PG_USER", default_value = defaults::PG_USER)]
     pub pg_user: String,
     /// Database password. Default: none.
     #[arg(long, env = "PG_PASSWORD")]
     pub pg_password: Option<String>,
-    /// Connections of the shared pool (plus one for leadership). Default 16.
+    /// Connections of the shared pool (plus one for leadership).
     #[arg(long, env = "DB_POOL_SIZE", default_value_t = defaults::DB_POOL_SIZE,
           value_parser = parse_positive_usize)]
     pub db_pool_size: usize,
-    /// Connect and pool-acquire timeout, milliseconds. Default 2 000.
+    /// Connect and pool-acquire timeout, milliseconds.
     #[arg(long = "db-connection-timeout", env = "DB_CONNECTION_TIMEOUT",
           default_value_t = defaults::DB_CONNECTION_TIMEOUT_MS)]
     pub db_connection_timeout_ms: u64,
-    /// `statement_timeout` of request work, milliseconds (0: none). Default 30 000.
+    /// `statement_timeout` of request work, milliseconds (0: none).
     #[arg(long = "db-statement-timeout", env = "DB_STATEMENT_TIMEOUT",
           default_value_t = defaults::DB_STATEMENT_TIMEOUT_MS)]
     pub db_statement_timeout_ms: u64,
-    /// `lock_timeout`, milliseconds (0: none). Default 10 000.
+    /// `lock_timeout`, milliseconds (0: none).
     #[arg(long = "db-lock-timeout", env = "DB_LOCK_TIMEOUT",
           default_value_t = defaults::DB_LOCK_TIMEOUT_MS)]
     pub db_lock_timeout_ms: u64,
-    /// Time unacknowledged data may stay on a database connection before it counts as lost
-    /// (Linux `TCP_USER_TIMEOUT`), milliseconds (0: the system's). Default 30 000.
+    /// Time unacknowledged data may stay on a database connection before it counts as lost (Linux
+    /// `TCP_USER_TIMEOUT`), milliseconds (0: the system's).
     #[arg(long = "db-tcp-user-timeout-ms", env = "DB_TCP_USER_TIMEOUT_MS",
           default_value_t = defaults::DB_TCP_USER_TIMEOUT_MS)]
     pub db_tcp_user_timeout_ms: u64,
     /// Idle time before TCP keepalive probes start on a database connection, seconds.
-    /// Default 60.
     #[arg(long = "db-keepalives-idle", env = "DB_KEEPALIVES_IDLE",
           default_value_t = defaults::DB_KEEPALIVES_IDLE_S,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub db_keepalives_idle_s: u64,
-    /// Time between TCP keepalive probes, seconds. Default 10.
+    /// Time between TCP keepalive probes, seconds.
     #[arg(long = "db-keepalives-interval", env = "DB_KEEPALIVES_INTERVAL",
           default_value_t = defaults::DB_KEEPALIVES_INTERVAL_S,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub db_keepalives_interval_s: u64,
-    /// Unanswered keepalive probes before a database connection counts as lost. Default 3.
+    /// Unanswered keepalive probes before a database connection counts as lost.
     #[arg(long = "db-keepalives-count", env = "DB_KEEPALIVES_COUNT",
           default_value_t = defaults::DB_KEEPALIVES_COUNT,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub db_keepalives_count: u32,
 
-    /// Largest request body, bytes. Default 16 MiB.
+    /// Largest request body, bytes.
     #[arg(long, env = "BODY_BYTES_MAX", default_value_t = defaults::BODY_BYTES_MAX,
           value_parser = parse_positive_usize)]
     pub body_bytes_max: usize,
-    /// Deepest JSON nesting of a request body, levels. Default 64.
+    /// Deepest JSON nesting of a request body, levels.
     #[arg(long, env = "JSON_DEPTH_MAX", default_value_t = defaults::JSON_DEPTH_MAX,
           value_parser = parse_positive_usize)]
     pub json_depth_max: usize,
-    /// Items per push request. Default 10 000.
+    /// Items per push request.
     #[arg(long, env = "PUSH_ITEMS_MAX", default_value_t = defaults::PUSH_ITEMS_MAX,
           value_parser = parse_positive_usize)]
     pub push_items_max: usize,
-    /// Acknowledgments per `/ack/batch` request. Default 10 000.
+    /// Acknowledgments per `/ack/batch` request.
     #[arg(long, env = "ACK_ITEMS_MAX", default_value_t = defaults::ACK_ITEMS_MAX,
           value_parser = parse_positive_usize)]
     pub ack_items_max: usize,
-    /// Ack operations plus pushed items per `/transaction` request (also its number of
-    /// operations). Default 10 000.
+    /// Ack operations plus pushed items per `/transaction` request (also its number of operations).
     #[arg(long, env = "TRANSACTION_OPERATIONS_MAX",
           default_value_t = defaults::TRANSACTION_OPERATIONS_MAX,
           value_parser = parse_positive_usize)]
     pub transaction_operations_max: usize,
-    /// Keys named by one streams `state/get` request (`keys`). Default 10 000.
+    /// Keys named by one streams `state/get` request (`keys`).
     #[arg(long, env = "STREAMS_STATE_KEYS_MAX",
           default_value_t = defaults::STREAMS_STATE_KEYS_MAX,
           value_parser = parse_positive_usize)]
     pub streams_state_keys_max: usize,
-    /// Messages per pop (`batch`). Default 10 000.
+    /// Messages per pop (`batch`).
     #[arg(long, env = "POP_BATCH_MAX", default_value_t = defaults::POP_BATCH_MAX,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub pop_batch_max: u32,
-    /// Partitions claimed per pop (`partitions`). Default 1 000.
+    /// Partitions claimed per pop (`partitions`).
     #[arg(long, env = "POP_PARTITIONS_MAX", default_value_t = defaults::POP_PARTITIONS_MAX,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub pop_partitions_max: u32,
-    /// Longest long-poll `timeout`, milliseconds. Default 300 000.
+    /// Longest long-poll `timeout`, milliseconds.
     #[arg(long, env = "POP_TIMEOUT_MS_MAX", default_value_t = defaults::POP_TIMEOUT_MS_MAX)]
     pub pop_timeout_ms_max: u64,
-    /// Parked long-polls per instance. Default 10 000.
+    /// Parked long-polls per instance.
     #[arg(long, env = "LONGPOLL_WAITERS_MAX", default_value_t = defaults::LONGPOLL_WAITERS_MAX)]
     pub longpoll_waiters_max: usize,
-    /// Requests in flight per instance. Default 20 000. `GET /metrics` is not counted: it never
-    /// touches the database, and operators need it most when the instance is full.
+    /// Requests in flight per instance. `GET /metrics` is not counted: it never touches the
+    /// database, and operators need it most when the instance is full.
     #[arg(long, env = "HTTP_INFLIGHT_MAX", default_value_t = defaults::HTTP_INFLIGHT_MAX,
           value_parser = parse_positive_usize)]
     pub http_inflight_max: usize,
-    /// Longest queue, partition or consumer-group name, characters. Default 255.
+    /// Longest queue, partition or consumer-group name, characters.
     #[arg(long, env = "NAME_CHARS_MAX", default_value_t = defaults::NAME_CHARS_MAX,
           value_parser = parse_positive_usize)]
     pub name_chars_max: usize,
-    /// Largest `data` of a trace event, bytes of JSON without insignificant whitespace. Default
-    /// 65 536 (64 KiB).
+    /// Largest `data` of a trace event, bytes of JSON without insignificant whitespace.
     #[arg(long, env = "TRACE_DATA_BYTES_MAX", default_value_t = defaults::TRACE_DATA_BYTES_MAX,
           value_parser = parse_positive_usize)]
     pub trace_data_bytes_max: usize,
 
-    /// Pop `timeout` default, milliseconds. Default 30 000.
+    /// Pop `timeout` default, milliseconds.
     #[arg(long = "default-timeout", env = "DEFAULT_TIMEOUT",
           default_value_t = defaults::DEFAULT_TIMEOUT_MS)]
     pub default_timeout_ms: u64,
-    /// Pop `batch` default, messages. Default 1.
+    /// Pop `batch` default, messages.
     #[arg(long, env = "DEFAULT_BATCH_SIZE", default_value_t = defaults::DEFAULT_BATCH_SIZE,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub default_batch_size: u32,
     /// Subscription of new named groups when a pop names none: `all`, `new`, `new-only`.
-    /// Default `all`.
     #[arg(long, env = "DEFAULT_SUBSCRIPTION_MODE", value_enum,
           default_value_t = SubscriptionMode::All)]
     pub default_subscription_mode: SubscriptionMode,
-    /// Safety re-check period of parked pops, milliseconds (0 disables). Default 5 000.
+    /// Safety re-check period of parked pops, milliseconds (0 disables).
     #[arg(long, env = "LONGPOLL_RECHECK_MS", default_value_t = defaults::LONGPOLL_RECHECK_MS)]
     pub longpoll_recheck_ms: u64,
-    /// Time a request may wait to be fused with others, microseconds (0: fuse only what is
-    /// already waiting). Default 0.
+    /// Time a request may wait to be fused with others, microseconds (0: fuse only what is already
+    /// waiting).
     #[arg(long, env = "BATCH_HOLD_US", default_value_t = defaults::BATCH_HOLD_US)]
     pub batch_hold_us: u64,
-    /// Requests fused into one database call. Default 1 000.
+    /// Requests fused into one database call.
     #[arg(long, env = "BATCH_REQUESTS_MAX", default_value_t = defaults::BATCH_REQUESTS_MAX,
           value_parser = parse_positive_usize)]
     pub batch_requests_max: usize,
-    /// Fused push calls in flight at once: enough to overlap round trips, few enough that
-    /// waiting requests fuse into large calls under load (about one per PostgreSQL core).
-    /// Default 2.
+    /// Fused push calls in flight at once: enough to overlap round trips, few enough that waiting
+    /// requests fuse into large calls under load (about one per PostgreSQL core).
     #[arg(long, env = "DB_CALLS_PUSH", default_value_t = defaults::DB_CALLS_PUSH,
           value_parser = parse_positive_usize)]
     pub db_calls_push: usize,
-    /// Fused pop calls in flight at once. Default 4.
+    /// Fused pop calls in flight at once.
     #[arg(long, env = "DB_CALLS_POP", default_value_t = defaults::DB_CALLS,
           value_parser = parse_positive_usize)]
     pub db_calls_pop: usize,
-    /// Fused ack calls in flight at once. Default 4.
+    /// Fused ack calls in flight at once.
     #[arg(long, env = "DB_CALLS_ACK", default_value_t = defaults::DB_CALLS,
           value_parser = parse_positive_usize)]
     pub db_calls_ack: usize,
-    /// How long a pool session keeps its cached query plans before making them again with the
-    /// tables' current sizes, milliseconds (0: for the session's life). Default 10 000.
-    #[arg(long, env = "DB_PLANS_REFRESH_MS", default_value_t = defaults::DB_PLANS_REFRESH_MS)]
-    pub db_plans_refresh_ms: u64,
     /// Acknowledgements commit without waiting for their WAL to reach the disk
     /// (`synchronous_commit = off` for `/ack` and `/ack/batch` calls). Opt-in: an ack answered
     /// just before a database crash may be lost, and its messages are then delivered again
-    /// (at-least-once holds; nothing is skipped). Pushes, autoAck pops and transactions always
-    /// wait for the disk. Default false.
-    #[arg(long, env = "ACK_COMMIT_ASYNC", default_value = "false", value_parser = parse_flag,
-          num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    /// (at-least-once holds; nothing is skipped). Pushes, autoAck pops, transactions and streams
+    /// cycles always wait for the disk.
+    #[arg(long, env = "ACK_COMMIT_ASYNC", default_value = "false",
+          value_parser = crate::auth::settings::parse_flag, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
     pub ack_commit_async: bool,
+    /// How long a pool session keeps its cached query plans before making them again with the
+    /// tables' current sizes, milliseconds (0: for the session's life).
+    #[arg(long, env = "DB_PLANS_REFRESH_MS", default_value_t = defaults::DB_PLANS_REFRESH_MS)]
+    pub db_plans_refresh_ms: u64,
     /// Push items, acknowledgements or requested pop messages (`batch`) fused into one database
     /// call; a single larger request still goes alone. Bounds the buffers each pooled connection
-    /// keeps. Default 2 000.
+    /// keeps.
     #[arg(long, env = "BATCH_ITEMS_MAX", default_value_t = defaults::BATCH_ITEMS_MAX,
           value_parser = parse_positive_usize)]
     pub batch_items_max: usize,
-    /// Period of the leader's expired-lease sweep, milliseconds. Default 1 000.
+    /// Period of the leader's expired-lease sweep, milliseconds.
     #[arg(long, env = "LEASE_SWEEP_INTERVAL_MS", default_value_t = defaults::LEASE_SWEEP_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub lease_sweep_interval_ms: u64,
     /// Period of the leader's retention pass (`retentionSeconds`, `completedRetentionSeconds`,
-    /// partition cleanup), milliseconds. Default 300 000.
+    /// partition cleanup), milliseconds.
     #[arg(long = "retention-interval", env = "RETENTION_INTERVAL",
           default_value_t = defaults::RETENTION_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub retention_interval_ms: u64,
-    /// Messages deleted per retention transaction (partitions, for cleanup). Default 1 000.
+    /// Messages deleted per retention transaction (partitions, for cleanup).
     #[arg(long, env = "RETENTION_BATCH_SIZE", default_value_t = defaults::RETENTION_BATCH_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub retention_batch_size: u32,
-    /// Period of the leader's eviction pass (`maxWaitTimeSeconds`), milliseconds. Default 60 000.
+    /// Period of the leader's eviction pass (`maxWaitTimeSeconds`), milliseconds.
     #[arg(long = "eviction-interval", env = "EVICTION_INTERVAL",
           default_value_t = defaults::EVICTION_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub eviction_interval_ms: u64,
-    /// Messages deleted per eviction transaction. Default 1 000.
+    /// Messages deleted per eviction transaction.
     #[arg(long, env = "EVICTION_BATCH_SIZE", default_value_t = defaults::EVICTION_BATCH_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub eviction_batch_size: u32,
-    /// Partitions without messages, active lease or push for this many days are deleted, days
-    /// (0 disables). Default 30.
+    /// Partitions without messages, active lease or push for this many days are deleted, days (0
+    /// disables).
     #[arg(long, env = "PARTITION_CLEANUP_DAYS", default_value_t = defaults::PARTITION_CLEANUP_DAYS,
           value_parser = clap::value_parser!(u32).range(0..=36_500))]
     pub partition_cleanup_days: u32,
-    /// Period of the leader's refresh of the dashboard stats, and of each instance's write of
-    /// its metrics history, milliseconds. Default 10 000.
+    /// Period of the leader's refresh of the dashboard stats, and of each instance's write of its
+    /// metrics history, milliseconds.
     #[arg(long, env = "STATS_INTERVAL_MS", default_value_t = defaults::STATS_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(100..))]
     pub stats_interval_ms: u64,
-    /// Stats and metrics history older than this is deleted by the leader, days. Default 90.
+    /// Stats and metrics history older than this is deleted by the leader, days.
     #[arg(long, env = "METRICS_RETENTION_DAYS", default_value_t = defaults::METRICS_RETENTION_DAYS,
           value_parser = clap::value_parser!(u32).range(1..=36_500))]
     pub metrics_retention_days: u32,
     /// Distinct `queue` label values of this instance's metrics (Prometheus output and metrics
-    /// history); later queues are counted under `_other`. Default 1 000.
+    /// history); later queues are counted under `_other`.
     #[arg(long, env = "METRICS_QUEUE_LABELS_MAX",
           default_value_t = defaults::METRICS_QUEUE_LABELS_MAX,
           value_parser = parse_positive_usize)]
     pub metrics_queue_labels_max: usize,
-    /// Partitions the stats refresh recounts per transaction; a pass runs as many transactions
-    /// as it has changed partitions to recount. Default 1 000.
+    /// Partitions the stats refresh recounts per transaction; a pass runs as many transactions as
+    /// it has changed partitions to recount.
     #[arg(long, env = "STATS_BATCH_SIZE", default_value_t = defaults::STATS_BATCH_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub stats_batch_size: u32,
@@ -482,79 +477,24 @@ pub struct Config {
 }
 
 impl Default for Config {
-    /// The spec's defaults; reads no environment.
+    /// The command line's defaults; reads no environment.
     fn default() -> Self {
-        use defaults as d;
-        Config {
-            host: d::HOST.to_owned(),
-            port: d::PORT,
-            num_workers: None,
-            worker_id: None,
-            log_level: d::LOG_LEVEL.to_owned(),
-            log_format: LogFormat::Text,
-            cors_allow_origin: d::CORS_ALLOW_ORIGIN.to_owned(),
-            webapp_root: WebappRoot::BuiltIn,
-            shutdown_grace_ms: d::SHUTDOWN_GRACE_MS,
-            pop_empty_status: d::POP_EMPTY_STATUS,
-            file_buffer_dir: d::FILE_BUFFER_DIR.to_owned(),
-            file_buffer_flush_ms: d::FILE_BUFFER_FLUSH_MS,
-            file_buffer_max_batch: d::FILE_BUFFER_MAX_BATCH,
-            file_buffer_events_per_file: d::FILE_BUFFER_EVENTS_PER_FILE,
-            file_buffer_bytes_max: d::FILE_BUFFER_BYTES_MAX,
-            database_url: None,
-            pg_host: d::PG_HOST.to_owned(),
-            pg_port: d::PG_PORT,
-            pg_db: d::PG_DB.to_owned(),
-            pg_user: d::PG_USER.to_owned(),
-            pg_password: None,
-            db_pool_size: d::DB_POOL_SIZE,
-            db_connection_timeout_ms: d::DB_CONNECTION_TIMEOUT_MS,
-            db_statement_timeout_ms: d::DB_STATEMENT_TIMEOUT_MS,
-            db_lock_timeout_ms: d::DB_LOCK_TIMEOUT_MS,
-            db_tcp_user_timeout_ms: d::DB_TCP_USER_TIMEOUT_MS,
-            db_keepalives_idle_s: d::DB_KEEPALIVES_IDLE_S,
-            db_keepalives_interval_s: d::DB_KEEPALIVES_INTERVAL_S,
-            db_keepalives_count: d::DB_KEEPALIVES_COUNT,
-            body_bytes_max: d::BODY_BYTES_MAX,
-            json_depth_max: d::JSON_DEPTH_MAX,
-            push_items_max: d::PUSH_ITEMS_MAX,
-            ack_items_max: d::ACK_ITEMS_MAX,
-            transaction_operations_max: d::TRANSACTION_OPERATIONS_MAX,
-            streams_state_keys_max: d::STREAMS_STATE_KEYS_MAX,
-            pop_batch_max: d::POP_BATCH_MAX,
-            pop_partitions_max: d::POP_PARTITIONS_MAX,
-            pop_timeout_ms_max: d::POP_TIMEOUT_MS_MAX,
-            longpoll_waiters_max: d::LONGPOLL_WAITERS_MAX,
-            http_inflight_max: d::HTTP_INFLIGHT_MAX,
-            name_chars_max: d::NAME_CHARS_MAX,
-            trace_data_bytes_max: d::TRACE_DATA_BYTES_MAX,
-            default_timeout_ms: d::DEFAULT_TIMEOUT_MS,
-            default_batch_size: d::DEFAULT_BATCH_SIZE,
-            default_subscription_mode: SubscriptionMode::All,
-            longpoll_recheck_ms: d::LONGPOLL_RECHECK_MS,
-            batch_hold_us: d::BATCH_HOLD_US,
-            batch_requests_max: d::BATCH_REQUESTS_MAX,
-            batch_items_max: d::BATCH_ITEMS_MAX,
-            db_calls_push: d::DB_CALLS_PUSH,
-            db_calls_pop: d::DB_CALLS,
-            db_calls_ack: d::DB_CALLS,
-            ack_commit_async: false,
-            db_plans_refresh_ms: d::DB_PLANS_REFRESH_MS,
-            lease_sweep_interval_ms: d::LEASE_SWEEP_INTERVAL_MS,
-            retention_interval_ms: d::RETENTION_INTERVAL_MS,
-            retention_batch_size: d::RETENTION_BATCH_SIZE,
-            eviction_interval_ms: d::EVICTION_INTERVAL_MS,
-            eviction_batch_size: d::EVICTION_BATCH_SIZE,
-            partition_cleanup_days: d::PARTITION_CLEANUP_DAYS,
-            stats_interval_ms: d::STATS_INTERVAL_MS,
-            metrics_retention_days: d::METRICS_RETENTION_DAYS,
-            metrics_queue_labels_max: d::METRICS_QUEUE_LABELS_MAX,
-            stats_batch_size: d::STATS_BATCH_SIZE,
-            regina_encryption_key: None,
-            queen_encryption_key: None,
-            auth: crate::auth::settings::AuthConfig::default(),
-        }
+        command_line_defaults()
     }
+}
+
+/// The settings `T` given no flag and no environment variable: the defaults of its `#[arg]`s.
+///
+/// # Panics
+/// When a default does not parse or a setting without one is required: a mistake in `T`'s
+/// declaration, which every test that builds a default configuration finds.
+pub(crate) fn command_line_defaults<T: clap::Args + clap::FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("defaults"))
+        .mut_args(|arg| arg.env(None::<&'static str>));
+    command
+        .try_get_matches_from(["defaults"])
+        .and_then(|matches| T::from_arg_matches(&matches))
+        .unwrap_or_else(|e| panic!("the settings' defaults do not parse: {e}"))
 }
 
 /// Characters escaped in the user, password, host and database parts of a built URL.
@@ -669,17 +609,6 @@ fn parse_positive_usize(text: &str) -> Result<usize, String> {
         Ok(0) => Err("must be at least 1".to_owned()),
         Ok(n) => Ok(n),
         Err(e) => Err(format!("not a positive integer: {e}")),
-    }
-}
-
-/// `true/1/yes/on` or `false/0/no/off`, case-insensitive (spec §7).
-pub(crate) fn parse_flag(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        other => Err(format!(
-            "not a boolean: {other:?} (true/false, 1/0, yes/no, on/off)"
-        )),
     }
 }
 

@@ -8,6 +8,7 @@ mod cli;
 mod devcluster;
 mod devkey;
 mod logging;
+mod settings;
 
 use std::future::Future;
 use std::process::ExitCode;
@@ -36,6 +37,9 @@ enum Verb {
     Migrate(Settings),
     /// Print the OpenAPI 3.1 document of the HTTP API (what `GET /api/openapi.json` serves).
     Openapi,
+    /// Print every setting (environment variable, flag, default, meaning) as the Markdown table
+    /// of the README.
+    Settings,
     #[command(flatten)]
     Client(cli::Verb),
 }
@@ -66,6 +70,10 @@ fn main() -> ExitCode {
         }
         Verb::Openapi => {
             print!("{}", regina_broker::openapi_document());
+            return ExitCode::SUCCESS;
+        }
+        Verb::Settings => {
+            print!("{}", settings::block());
             return ExitCode::SUCCESS;
         }
         Verb::Client(verb) => return cli::run(verb),

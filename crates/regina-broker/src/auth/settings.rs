@@ -3,7 +3,7 @@
 
 use crate::config::Secret;
 
-/// Default value of every authentication setting.
+/// The default of every authentication setting with one, as the command line takes it.
 pub mod defaults {
     /// `JWT_CLOCK_SKEW`, seconds.
     pub const JWT_CLOCK_SKEW_S: u64 = 30;
@@ -32,10 +32,9 @@ pub mod defaults {
 }
 
 /// Which signatures a token may carry (`JWT_ALGORITHM`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JwtAlgorithm {
     /// HMAC with SHA-256 and the shared secret `JWT_SECRET`.
-    #[default]
     Hs256,
     /// RSA PKCS#1 v1.5 with SHA-256; key from `JWT_PUBLIC_KEY` or `JWT_JWKS_URL`.
     Rs256,
@@ -67,12 +66,12 @@ impl JwtAlgorithm {
 /// The authentication settings. Off by default: every route is open and `producerSub` is null.
 #[derive(clap::Args, Clone, Debug)]
 pub struct AuthConfig {
-    /// Require a verified JWT on every route that is not public (spec §1.6). Default false.
-    #[arg(long, env = "JWT_ENABLED", default_value = "false", value_parser = crate::config::parse_flag,
+    /// Require a verified JWT on every route that is not public (spec §1.6).
+    #[arg(long, env = "JWT_ENABLED", default_value = "false", value_parser = parse_flag,
           num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub jwt_enabled: bool,
-    /// Accepted signature: `HS256`, `RS256`, `EdDSA` or `auto` (from the token header, one of
-    /// those three). Default `HS256`.
+    /// Accepted signature: `HS256`, `RS256`, `EdDSA` or `auto` (from the token header, one of those
+    /// three).
     #[arg(long, env = "JWT_ALGORITHM", default_value = "HS256", value_parser = JwtAlgorithm::parse)]
     pub jwt_algorithm: JwtAlgorithm,
     /// Shared secret of `HS256` tokens. Default: none.
@@ -92,81 +91,57 @@ pub struct AuthConfig {
     /// Expected `aud` (one of the token's). Default: any.
     #[arg(long, env = "JWT_AUDIENCE")]
     pub jwt_audience: Option<String>,
-    /// Tolerance on `exp`, `nbf` and `iat`, seconds. Default 30.
+    /// Tolerance on `exp`, `nbf` and `iat`, seconds.
     #[arg(long = "jwt-clock-skew", env = "JWT_CLOCK_SKEW", value_name = "SECONDS",
           default_value_t = defaults::JWT_CLOCK_SKEW_S,
           value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub jwt_clock_skew_s: u64,
     /// Paths served without authentication, comma-separated: an entry matches exactly, and an
-    /// entry ending in `/` (other than `/` itself) also matches every path below it. Default
-    /// `/health,/metrics,/metrics/prometheus,/api/openapi.json,/`.
+    /// entry ending in `/` (other than `/` itself) also matches every path below it.
     #[arg(long, env = "JWT_SKIP_PATHS", default_value = defaults::JWT_SKIP_PATHS)]
     pub jwt_skip_paths: String,
-    /// Age after which the JWKS is fetched again, seconds. Default 3 600.
+    /// Age after which the JWKS is fetched again, seconds.
     #[arg(long = "jwt-jwks-refresh-interval", env = "JWT_JWKS_REFRESH_INTERVAL", value_name = "SECONDS",
           default_value_t = defaults::JWT_JWKS_REFRESH_INTERVAL_S,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub jwt_jwks_refresh_interval_s: u64,
-    /// Timeout of one JWKS fetch, milliseconds. Default 5 000.
+    /// Timeout of one JWKS fetch, milliseconds.
     #[arg(long, env = "JWT_JWKS_TIMEOUT_MS", default_value_t = defaults::JWT_JWKS_TIMEOUT_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
     pub jwt_jwks_timeout_ms: u64,
-    /// Least time between two JWKS fetches caused by tokens naming an unknown `kid` (or by a
-    /// failed refresh), milliseconds: a flood of such tokens costs at most one fetch per
-    /// interval. Default 10 000.
+    /// Least time between two JWKS fetches caused by tokens naming an unknown `kid` (or by a failed
+    /// refresh), milliseconds: a flood of such tokens costs at most one fetch per interval.
     #[arg(long, env = "JWT_JWKS_REFETCH_MIN_INTERVAL_MS",
           default_value_t = defaults::JWT_JWKS_REFETCH_MIN_INTERVAL_MS)]
     pub jwt_jwks_refetch_min_interval_ms: u64,
-    /// Largest JWKS document accepted, bytes. Default 1 MiB.
+    /// Largest JWKS document accepted, bytes.
     #[arg(long, env = "JWT_JWKS_BYTES_MAX", default_value_t = defaults::JWT_JWKS_BYTES_MAX)]
     pub jwt_jwks_bytes_max: usize,
-    /// Claim holding one role name (a string); a dotted path reaches into objects. Default
-    /// `role`.
+    /// Claim holding one role name (a string); a dotted path reaches into objects.
     #[arg(long, env = "JWT_ROLES_CLAIM", default_value = defaults::JWT_ROLES_CLAIM)]
     pub jwt_roles_claim: String,
-    /// Claim holding role names (an array); a dotted path reaches into objects. Default `roles`.
+    /// Claim holding role names (an array); a dotted path reaches into objects.
     #[arg(long, env = "JWT_ROLES_ARRAY_CLAIM", default_value = defaults::JWT_ROLES_ARRAY_CLAIM)]
     pub jwt_roles_array_claim: String,
-    /// Role name of administrators. Default `admin`.
+    /// Role name of administrators.
     #[arg(long, env = "JWT_ROLE_ADMIN", default_value = defaults::JWT_ROLE_ADMIN)]
     pub jwt_role_admin: String,
-    /// Role name of producers and consumers. Default `read-write`.
+    /// Role name of producers and consumers.
     #[arg(long, env = "JWT_ROLE_READ_WRITE", default_value = defaults::JWT_ROLE_READ_WRITE)]
     pub jwt_role_read_write: String,
-    /// Role name of readers. Default `read-only`.
+    /// Role name of readers.
     #[arg(long, env = "JWT_ROLE_READ_ONLY", default_value = defaults::JWT_ROLE_READ_ONLY)]
     pub jwt_role_read_only: String,
-    /// Claim holding the token's queue scopes (an array of names and `prefix*` entries); a
-    /// token without it may touch every queue. Default `queues`.
+    /// Claim holding the token's queue scopes (an array of names and `prefix*` entries); a token
+    /// without it may touch every queue.
     #[arg(long, env = "JWT_QUEUES_CLAIM", default_value = defaults::JWT_QUEUES_CLAIM)]
     pub jwt_queues_claim: String,
 }
 
 impl Default for AuthConfig {
-    /// The spec's defaults; reads no environment.
+    /// The command line's defaults; reads no environment.
     fn default() -> Self {
-        use defaults as d;
-        AuthConfig {
-            jwt_enabled: false,
-            jwt_algorithm: JwtAlgorithm::Hs256,
-            jwt_secret: None,
-            jwt_public_key: None,
-            jwt_jwks_url: None,
-            jwt_issuer: None,
-            jwt_audience: None,
-            jwt_clock_skew_s: d::JWT_CLOCK_SKEW_S,
-            jwt_skip_paths: d::JWT_SKIP_PATHS.to_owned(),
-            jwt_jwks_refresh_interval_s: d::JWT_JWKS_REFRESH_INTERVAL_S,
-            jwt_jwks_timeout_ms: d::JWT_JWKS_TIMEOUT_MS,
-            jwt_jwks_refetch_min_interval_ms: d::JWT_JWKS_REFETCH_MIN_INTERVAL_MS,
-            jwt_jwks_bytes_max: d::JWT_JWKS_BYTES_MAX,
-            jwt_roles_claim: d::JWT_ROLES_CLAIM.to_owned(),
-            jwt_roles_array_claim: d::JWT_ROLES_ARRAY_CLAIM.to_owned(),
-            jwt_role_admin: d::JWT_ROLE_ADMIN.to_owned(),
-            jwt_role_read_write: d::JWT_ROLE_READ_WRITE.to_owned(),
-            jwt_role_read_only: d::JWT_ROLE_READ_ONLY.to_owned(),
-            jwt_queues_claim: d::JWT_QUEUES_CLAIM.to_owned(),
-        }
+        crate::config::command_line_defaults()
     }
 }
 
@@ -200,6 +175,17 @@ impl SkipPaths {
     }
 }
 
+/// `true/1/yes/on` or `false/0/no/off`, case-insensitive (spec §7).
+pub(crate) fn parse_flag(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        other => Err(format!(
+            "not a boolean: {other:?} (true/false, 1/0, yes/no, on/off)"
+        )),
+    }
+}
+
 fn parse_secret(text: &str) -> Result<Secret, String> {
     Ok(Secret(text.to_owned()))
 }
@@ -224,7 +210,6 @@ mod tests {
 
     #[test]
     fn flags_and_algorithms_parse_the_spec_spellings() {
-        use crate::config::parse_flag;
         assert_eq!(parse_flag("ON"), Ok(true));
         assert_eq!(parse_flag("0"), Ok(false));
         assert!(parse_flag("maybe").is_err());

@@ -4,15 +4,17 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
 
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::access::Auth;
-use super::body::{self, BodyBytes, Object};
+use super::body::BodyBytes;
+use super::contract::fields::{
+    self, AckItemsMax, FreeText, Items, Name, RequiredText, Text, UuidText,
+};
+use super::contract::{self, fail, Contract, Failure, Limits};
 use super::error::{json_response, ApiError};
-use super::names::name_problem;
 use crate::engine::json::{indexed_array, to_json};
 use crate::engine::AckRequest;
 use crate::state::{AppState, Shared};
@@ -20,44 +22,51 @@ use crate::state::{AppState, Shared};
 /// Ack `error` text beyond this many characters is truncated, not rejected (spec §6).
 const ERROR_CHARS_MAX: usize = 4_096;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/ack", post(ack))
-        .route("/api/v1/ack/batch", post(ack_batch))
-}
-
-async fn ack(
+pub(super) async fn ack(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
-    let config = &state.get().config;
-    let object = body::parse_object(&bytes, config.json_depth_max)?;
+    let item: AckItem = contract::decode(&bytes, &state.get().config)?;
     let mut acks = Acks::default();
-    acks.push(&object, None, config.name_chars_max)?;
+    acks.push(item, None);
     apply(&state, &auth, acks).await
 }
 
-async fn ack_batch(
+/// Body of `POST /api/v1/ack/batch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AckBatchBody<'a> {
+    /// The acknowledgments, at most ACK_ITEMS_MAX
+    #[serde(borrow)]
+    acknowledgments: Items<'a, AckItem, AckItemsMax>,
+    /// The group of every ack that names none
+    #[serde(default)]
+    consumer_group: Name,
+}
+
+impl Contract for AckBatchBody<'_> {
+    fn missing(key: &str, _field: &str) -> String {
+        format!("{key} array is required")
+    }
+}
+
+pub(super) async fn ack_batch(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
-    let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let raw = object.required_array(
-        "acknowledgments",
-        "acknowledgments array is required",
-        config.ack_items_max,
-    )?;
-    let request_group = group(&object, config.name_chars_max)?;
+    let body: AckBatchBody = contract::decode(&bytes, config)?;
+    let raw = body.acknowledgments.elements;
     if raw.is_empty() {
         return Ok(json_response(StatusCode::OK, "[]".to_owned()));
     }
+    let limits = Limits::of(config);
     let mut acks = Acks::default();
     for (index, raw) in raw.iter().enumerate() {
-        let item = Object::from_raw(raw, format!("acknowledgments[{index}]."), Some(index))?;
-        acks.push(&item, request_group.as_deref(), config.name_chars_max)?;
+        let item: AckItem = fields::element(raw, "acknowledgments", index, index, limits)?;
+        acks.push(item, body.consumer_group.0.as_deref());
     }
     apply(&state, &auth, acks).await
 }
@@ -71,19 +80,13 @@ struct Acks {
 }
 
 impl Acks {
-    fn push(
-        &mut self,
-        item: &Object<'_>,
-        request_group: Option<&str>,
-        name_chars_max: usize,
-    ) -> Result<(), ApiError> {
+    fn push(&mut self, item: AckItem, request_group: Option<&str>) {
         if !self.keys.is_empty() {
             self.items.push(',');
         }
-        let key = write_item(&mut self.items, item, request_group, name_chars_max)?;
+        let key = write_item(&mut self.items, item, request_group);
         self.keys.push(key);
         self.ends.push(self.items.len());
-        Ok(())
     }
 
     /// The element of ack `index`.
@@ -177,16 +180,79 @@ fn forbidden_entry(transaction_id: &str) -> String {
     .to_string()
 }
 
-/// The optional `consumerGroup` of an object, validated as a name.
-fn group(object: &Object<'_>, name_chars_max: usize) -> Result<Option<String>, ApiError> {
-    let group = object.opt_string("consumerGroup")?;
-    if let Some(problem) = group
-        .as_deref()
-        .and_then(|g| name_problem(g, name_chars_max))
-    {
-        return Err(object.error("consumerGroup", format!("consumerGroup {problem}")));
+/// An ack's `status` (spec §3.5): `completed` (also `success`, and the default), `failed`,
+/// `retry` or `dlq`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AckStatus(&'static str);
+
+impl<'de> Deserialize<'de> for AckStatus {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let status = match Text::<0>::deserialize(deserializer)?.0.as_deref() {
+            None | Some("completed") | Some("success") => "completed",
+            Some("failed") => "failed",
+            Some("retry") => "retry",
+            Some("dlq") => "dlq",
+            Some(other) => {
+                return Err(fail(Failure::keyed(format!(
+                    "must be completed, success, failed, retry or dlq, not {other:?}"
+                ))))
+            }
+        };
+        Ok(AckStatus(status))
     }
-    Ok(group)
+}
+
+impl JsonSchema for AckStatus {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AckStatus".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "anyOf": [
+                {"type": "string",
+                 "enum": ["completed", "success", "failed", "retry", "dlq"]},
+                {"type": "null"},
+                {"const": ""},
+            ],
+            "default": "completed",
+        })
+    }
+}
+
+/// One acknowledgment (spec §3.5): of `/ack`, an element of `/ack/batch`, an ack operation of a
+/// transaction.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "Ack")]
+pub(crate) struct AckItem {
+    /// The message's transactionId
+    transaction_id: RequiredText,
+    /// The message's partition
+    partition_id: UuidText,
+    /// The outcome
+    #[serde(default)]
+    status: AckStatus,
+    /// The lease the message was delivered under
+    #[serde(default)]
+    lease_id: Text,
+    /// The group acknowledging (beats the batch's)
+    #[serde(default)]
+    consumer_group: Name,
+    /// Why it failed (kept as text)
+    #[serde(default)]
+    error: FreeText<ERROR_CHARS_MAX>,
+}
+
+impl Contract for AckItem {
+    fn missing(key: &str, _field: &str) -> String {
+        match key {
+            "partitionId" => "partitionId is required to ensure message uniqueness".to_owned(),
+            _ => format!("{key} is required"),
+        }
+    }
 }
 
 /// One `i_acks` element of `regina.ack`.
@@ -215,53 +281,22 @@ pub(super) fn canonical_partition(partition_id: &str) -> String {
         .unwrap_or_else(|_| partition_id.to_owned())
 }
 
-/// Validates one ack and writes it as a `regina.ack` element; the item's own group beats the
+/// Writes one validated ack as a `regina.ack` element; the item's own group beats the
 /// request's (spec §4.5). The one preparation of acks, shared by `/ack`, `/ack/batch` and
 /// transaction ack operations. Returns the message's key.
-pub(super) fn write_item(
-    out: &mut String,
-    item: &Object<'_>,
-    request_group: Option<&str>,
-    name_chars_max: usize,
-) -> Result<AckKey, ApiError> {
-    let transaction_id = item.required_string("transactionId", "transactionId is required")?;
-    let partition_id = item.required_string(
-        "partitionId",
-        "partitionId is required to ensure message uniqueness",
-    )?;
-    if uuid::Uuid::parse_str(&partition_id).is_err() {
-        return Err(item.error("partitionId", "partitionId must be a UUID"));
-    }
-    let status = match item.opt_string("status")?.as_deref() {
-        None | Some("completed") | Some("success") => "completed",
-        Some("failed") => "failed",
-        Some("retry") => "retry",
-        Some("dlq") => "dlq",
-        Some(other) => {
-            return Err(item.error(
-                "status",
-                format!("status must be completed, success, failed, retry or dlq, not {other:?}"),
-            ))
-        }
-    };
-    let lease_id = item.opt_string("leaseId")?;
-    let own_group = group(item, name_chars_max)?;
-    // Kept, not matched: a NUL becomes U+FFFD rather than costing the ack (spec §6).
-    let error: Option<String> = item
-        .opt_string_nul_replaced("error")?
-        .map(|e| e.chars().take(ERROR_CHARS_MAX).collect());
+pub(super) fn write_item(out: &mut String, item: AckItem, request_group: Option<&str>) -> AckKey {
     out.push_str(&to_json(&SqlAckItem {
-        transaction_id: &transaction_id,
-        partition_id: &partition_id,
-        status,
-        lease_id: lease_id.as_deref(),
-        consumer_group: own_group.as_deref().or(request_group),
-        error: error.as_deref(),
+        transaction_id: &item.transaction_id.0,
+        partition_id: &item.partition_id.0,
+        status: item.status.0,
+        lease_id: item.lease_id.0.as_deref(),
+        consumer_group: item.consumer_group.0.as_deref().or(request_group),
+        error: item.error.0.as_deref(),
     }));
-    Ok(AckKey {
-        transaction_id,
-        partition_id,
-    })
+    AckKey {
+        transaction_id: item.transaction_id.0,
+        partition_id: item.partition_id.0,
+    }
 }
 
 #[cfg(test)]
@@ -273,9 +308,11 @@ mod tests {
     /// Writes one ack item; `"partitionId":"p"` in `body` stands for the UUID `P`.
     fn item(body: &str, request_group: Option<&str>) -> Result<serde_json::Value, String> {
         let body = body.replace(r#""partitionId":"p""#, &format!(r#""partitionId":"{P}""#));
-        let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
+        let config = crate::config::Config::default();
+        let item: AckItem =
+            contract::decode(body.as_bytes(), &config).map_err(|e| format!("{e:?}"))?;
         let mut out = String::new();
-        write_item(&mut out, &object, request_group, 255).map_err(|e| format!("{e:?}"))?;
+        write_item(&mut out, item, request_group);
         serde_json::from_str(&out).map_err(|e| e.to_string())
     }
 

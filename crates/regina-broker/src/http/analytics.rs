@@ -2,49 +2,55 @@
 //! over the metrics history and the stats refresh's lag history, in one shape for every feed
 //! (sql/functions/92_analytics.sql).
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
-use serde::Serialize;
+use axum::routing::{get, MethodRouter};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 use super::access::Auth;
+use super::contract::params::{QueryName, QueryText};
+use super::contract::{Contract, Params};
 use super::error::{json_response, ApiError};
-use super::query::Query;
-use super::range::TimeRange;
-use super::resources::{query_name, query_text};
+use super::range::{RangeQuery, TimeRange};
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
-/// The feeds, as named in the path.
-const FEEDS: [&str; 7] = [
-    "system-metrics",
-    "worker-metrics",
-    "queue-lag",
-    "queue-ops",
-    "queue-parked-replicas",
-    "retention",
-    "postgres-stats",
-];
 /// Longest `hostname` / `workerId` filter, characters.
 const INSTANCE_CHARS_MAX: usize = 255;
 
-/// One literal route per feed, so that each is a route of its own in the catalogue (its access
-/// level, its OpenAPI entry) and an unknown feed is an ordinary `404 route_not_found`.
-pub(super) fn routes() -> Router<AppState> {
-    FEEDS.into_iter().fold(Router::new(), |router, name| {
-        router.route(
-            &format!("/api/v1/analytics/{name}"),
-            get(
-                move |State(state): State<AppState>, auth: Auth, RawQuery(raw): RawQuery| {
-                    feed(name, state, auth, raw)
-                },
-            ),
-        )
-    })
+/// The handler of the feed `name` (`GET /api/v1/analytics/{name}`). Each feed is a literal route
+/// of its own, so that it has its catalogue entry (access level, OpenAPI entry) and an unknown
+/// feed is an ordinary `404 route_not_found`.
+pub(super) fn feed_route(name: &'static str) -> MethodRouter<AppState> {
+    get(
+        move |State(state): State<AppState>,
+              auth: Auth,
+              Params(range): Params<RangeQuery>,
+              filters: Result<Params<FeedFilters>, ApiError>| {
+            feed(name, state, auth, range, filters)
+        },
+    )
 }
+
+/// The selectors of a feed (after its range); each feed reads those it knows.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct FeedFilters {
+    /// Only this queue (queue-lag, queue-ops, retention)
+    #[serde(default)]
+    queue: QueryName,
+    /// Only this host (worker-metrics)
+    #[serde(default)]
+    hostname: QueryText<INSTANCE_CHARS_MAX>,
+    /// Only this instance (worker-metrics)
+    #[serde(default)]
+    worker_id: QueryText<INSTANCE_CHARS_MAX>,
+}
+
+impl Contract for FeedFilters {}
 
 /// A feed's query, as `regina.analytics` takes it.
 #[derive(Serialize)]
@@ -61,49 +67,56 @@ struct SqlAnalyticsQuery<'a> {
     worker_id: Option<&'a str>,
 }
 
-fn feed_query(
-    query: &Query,
-    name_chars_max: usize,
-    now: OffsetDateTime,
-) -> Result<String, ApiError> {
-    let range = TimeRange::parse(query, now)?;
-    Ok(to_json(&SqlAnalyticsQuery {
+fn feed_query(range: TimeRange, filters: &FeedFilters) -> String {
+    to_json(&SqlAnalyticsQuery {
         from: range.start_text(),
         to: range.end_text(),
         bucket_seconds: range.bucket_seconds(),
-        queue: query_name(query, "queue", name_chars_max)?,
-        hostname: query_text(query, "hostname", INSTANCE_CHARS_MAX)?,
-        worker_id: query_text(query, "workerId", INSTANCE_CHARS_MAX)?,
-    }))
+        queue: filters.queue.0.as_deref(),
+        hostname: filters.hostname.0.as_deref(),
+        worker_id: filters.worker_id.0.as_deref(),
+    })
 }
 
 async fn feed(
     feed: &'static str,
     state: AppState,
     auth: Auth,
-    raw: Option<String>,
+    range: RangeQuery,
+    filters: Result<Params<FeedFilters>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let shared = state.get();
-    let request = feed_query(
-        &Query::parse(raw.as_deref()),
-        shared.config.name_chars_max,
-        OffsetDateTime::now_utc(),
-    )?;
-    let body = shared.db.analytics(feed, &auth.scoped(request)).await?;
+    let range = range.at(OffsetDateTime::now_utc())?;
+    let Params(filters) = filters?;
+    let request = feed_query(range, &filters);
+    let body = state
+        .get()
+        .db
+        .analytics(feed, &auth.scoped(request))
+        .await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::http::contract::{decode_query, Limits};
     use time::macros::datetime;
+
+    fn query(text: &str) -> Result<String, ApiError> {
+        let now = datetime!(2026-05-10 12:00:00 UTC);
+        let limits = Limits::of(&Config::default());
+        let range: RangeQuery = decode_query(Some(text), limits)?;
+        let filters: FeedFilters = decode_query(Some(text), limits)?;
+        Ok(feed_query(range.at(now)?, &filters))
+    }
 
     #[test]
     fn feeds_pass_range_bucket_and_selectors() {
-        let now = datetime!(2026-05-10 12:00:00 UTC);
-        let query = Query::parse(Some("from=2026-05-09&queue=q1&workerId=w-1&hostname=h"));
-        let value: serde_json::Value =
-            serde_json::from_str(&feed_query(&query, 255, now).expect("valid")).expect("JSON");
+        let value: serde_json::Value = serde_json::from_str(
+            &query("from=2026-05-09&queue=q1&workerId=w-1&hostname=h").expect("valid"),
+        )
+        .expect("JSON");
         assert_eq!(
             value,
             serde_json::json!({"from": "2026-05-09T00:00:00.000000Z",
@@ -111,7 +124,7 @@ mod tests {
                                "queue": "q1", "hostname": "h", "workerId": "w-1"})
         );
         let long = format!("hostname={}", "h".repeat(256));
-        assert!(feed_query(&Query::parse(Some(&long)), 255, now).is_err());
-        assert!(feed_query(&Query::parse(Some("from=2026-04-01")), 255, now).is_err());
+        assert!(query(&long).is_err());
+        assert!(query("from=2026-04-01").is_err());
     }
 }

@@ -3,8 +3,6 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
 use serde_json::Value;
 use time::macros::format_description;
 
@@ -12,11 +10,7 @@ use super::error::json_response;
 use super::health::database_healthy;
 use crate::state::{AppState, Shared};
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/status/buffers", get(buffers))
-}
-
-async fn buffers(State(state): State<AppState>) -> Response {
+pub(super) async fn buffers(State(state): State<AppState>) -> Response {
     let body = buffer_stats(state.get()).await;
     json_response(StatusCode::OK, body.to_string())
 }

@@ -1,6 +1,9 @@
-//! The route catalogue: every route of the HTTP API (spec §3) with its access level (§1.6), its
-//! parameters, body and answers. It is the one source of the access levels the middleware
-//! enforces (`access`) and of the OpenAPI document (`openapi`).
+//! The route catalogue: every route of the HTTP API (spec §3), declared once with its access level
+//! (§1.6), the request types its handler parses (path, query, body), its answers and its handler.
+//! It is the one source of the router ([`router`]), of the access levels the middleware enforces
+//! (`access`) and of the OpenAPI document (`openapi`), whose request schemas come from those
+//! types (`contract`). Adding a route: its request types and handler in their module, one entry
+//! here.
 //!
 //! Path templates use the router's `{param}` syntax. Templates are compared with parameter names
 //! normalised ([`template_key`]), so a route registered as `/x/{name}` matches a catalogue entry
@@ -16,7 +19,13 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use axum::http::Method;
-use serde_json::{json, Value};
+use axum::routing::MethodRouter;
+use axum::Router;
+use schemars::JsonSchema;
+use serde_json::Value;
+
+use super::contract::schema::{self as request_schema, SchemaFn};
+use crate::state::AppState;
 
 /// Who may call a route (spec §1.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -43,13 +52,6 @@ impl Access {
     }
 }
 
-/// A query parameter: name, JSON Schema of its value (with default and limits), meaning.
-pub(crate) struct Param {
-    pub(crate) name: &'static str,
-    pub(crate) schema: Value,
-    pub(crate) description: &'static str,
-}
-
 /// The success answer of a route.
 pub(crate) struct Success {
     pub(crate) status: u16,
@@ -65,13 +67,18 @@ pub(crate) struct Route {
     pub(crate) access: Access,
     pub(crate) tag: &'static str,
     pub(crate) summary: &'static str,
-    pub(crate) query: Vec<Param>,
-    /// JSON Schema of the request body, when the route reads one.
-    pub(crate) body: Option<Value>,
+    /// The types of the path parameters, in the order the handler reads them.
+    pub(crate) path_types: Vec<SchemaFn>,
+    /// The types of the query parameters, in the order the handler reads them.
+    pub(crate) query_types: Vec<SchemaFn>,
+    /// The type of the request body, when the route reads one.
+    pub(crate) body: Option<SchemaFn>,
     /// Success answers, in status order.
     pub(crate) success: Vec<Success>,
     /// Error statuses particular to this route (the common ones are added for every route).
     pub(crate) errors: Vec<u16>,
+    /// The handler: the router serves this route with it.
+    pub(crate) handler: Option<MethodRouter<AppState>>,
 }
 
 impl Route {
@@ -82,10 +89,12 @@ impl Route {
             access,
             tag,
             summary: "",
-            query: Vec::new(),
+            path_types: Vec::new(),
+            query_types: Vec::new(),
             body: None,
             success: Vec::new(),
             errors: Vec::new(),
+            handler: None,
         }
     }
 
@@ -106,13 +115,21 @@ impl Route {
         self
     }
 
-    pub(crate) fn query(mut self, params: Vec<Param>) -> Route {
-        self.query = params;
+    /// Path parameters: the properties of the parameter type `T`.
+    pub(crate) fn path<T: JsonSchema>(mut self) -> Route {
+        self.path_types.push(request_schema::object::<T>);
         self
     }
 
-    pub(crate) fn body(mut self, schema: Value) -> Route {
-        self.body = Some(schema);
+    /// Query parameters: the properties of the parameter type `T`.
+    pub(crate) fn query<T: JsonSchema>(mut self) -> Route {
+        self.query_types.push(request_schema::object::<T>);
+        self
+    }
+
+    /// The request body: the request type `T`.
+    pub(crate) fn body<T: JsonSchema>(mut self) -> Route {
+        self.body = Some(request_schema::reference::<T>);
         self
     }
 
@@ -141,106 +158,24 @@ impl Route {
         self
     }
 
+    /// The handler of this route (`get(handler)`, `post(handler)`, …).
+    pub(crate) fn to(mut self, handler: MethodRouter<AppState>) -> Route {
+        self.handler = Some(handler);
+        self
+    }
+
     pub(crate) fn errors(mut self, statuses: &[u16]) -> Route {
         self.errors = statuses.to_vec();
         self
     }
 
     /// The names of the path parameters, in order.
+    #[cfg(test)]
     pub(crate) fn path_params(&self) -> impl Iterator<Item = &'static str> {
         self.path
             .split('/')
             .filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
     }
-}
-
-/// A query parameter taking an integer in `min..=max`, `default` when absent.
-pub(crate) fn int(
-    name: &'static str,
-    min: i64,
-    max: Option<i64>,
-    default: Option<i64>,
-    description: &'static str,
-) -> Param {
-    let mut schema = json!({"type": "integer", "minimum": min});
-    if let Some(max) = max {
-        schema["maximum"] = json!(max);
-    }
-    if let Some(default) = default {
-        schema["default"] = json!(default);
-    }
-    Param {
-        name,
-        schema,
-        description,
-    }
-}
-
-/// A boolean query parameter (`true/1/yes/on`, `false/0/no/off`).
-pub(crate) fn flag(name: &'static str, default: bool, description: &'static str) -> Param {
-    Param {
-        name,
-        schema: json!({"type": "boolean", "default": default}),
-        description,
-    }
-}
-
-/// A text query parameter.
-pub(crate) fn text(name: &'static str, description: &'static str) -> Param {
-    Param {
-        name,
-        schema: json!({"type": "string"}),
-        description,
-    }
-}
-
-/// A queue, partition or group name in the query.
-pub(crate) fn param_name(name: &'static str, description: &'static str) -> Param {
-    Param {
-        name,
-        schema: schemas::name(),
-        description,
-    }
-}
-
-/// A timestamp query parameter (RFC 3339, or a date).
-pub(crate) fn instant(name: &'static str, description: &'static str) -> Param {
-    Param {
-        name,
-        schema: json!({"type": "string", "description": "RFC 3339 timestamp, or YYYY-MM-DD"}),
-        description,
-    }
-}
-
-/// One of a fixed set of values.
-pub(crate) fn choice(
-    name: &'static str,
-    values: &[&str],
-    default: Option<&str>,
-    description: &'static str,
-) -> Param {
-    let mut schema = json!({"type": "string", "enum": values});
-    if let Some(default) = default {
-        schema["default"] = json!(default);
-    }
-    Param {
-        name,
-        schema,
-        description,
-    }
-}
-
-/// `limit` and `offset` of a paged listing.
-pub(crate) fn paging(default: i64, max: i64) -> Vec<Param> {
-    vec![
-        int("limit", 1, Some(max), Some(default), "Page size"),
-        int("offset", 0, None, Some(0), "Rows skipped before the page"),
-    ]
-}
-
-/// `from` and `to` of a time range.
-pub(crate) fn range(from: &'static str, to: &'static str) -> Vec<Param> {
-    vec![instant("from", from), instant("to", to)]
 }
 
 /// Every route, in the order of the spec's sections.
@@ -253,6 +188,17 @@ pub(crate) fn routes() -> &'static [Route] {
         all.extend(routes_streams::routes());
         all
     })
+}
+
+/// The router of every route of the catalogue, each served by its handler: a route is declared
+/// once, here, with its access level, request types, answers and handler.
+pub(crate) fn router() -> Router<AppState> {
+    routes()
+        .iter()
+        .fold(Router::new(), |router, route| match &route.handler {
+            Some(handler) => router.route(route.path, handler.clone()),
+            None => router,
+        })
 }
 
 /// `path` with every `{param}` written `{}`: the form in which templates are compared.
@@ -324,6 +270,40 @@ mod tests {
             );
             assert!(!route.summary.is_empty(), "{} {}", route.method, route.path);
             assert!(!route.success.is_empty(), "{} {}", route.method, route.path);
+            assert!(
+                route.handler.is_some(),
+                "no handler: {} {}",
+                route.method,
+                route.path
+            );
+        }
+    }
+
+    #[test]
+    fn every_path_parameter_has_a_type() {
+        let mut generator = request_schema::generator();
+        for route in routes() {
+            let typed: Vec<String> = route
+                .path_types
+                .iter()
+                .flat_map(|f| request_schema::parameters(&f(&mut generator)).0)
+                .map(|p| p.name)
+                .collect();
+            for name in route.path_params() {
+                assert!(
+                    typed.iter().any(|t| t == name),
+                    "{} {}: {{{name}}} has no path type",
+                    route.method,
+                    route.path
+                );
+            }
+            assert_eq!(
+                typed.len(),
+                route.path_params().count(),
+                "{} {}",
+                route.method,
+                route.path
+            );
         }
     }
 }

@@ -3,127 +3,107 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::access::Auth;
-use super::body::{self, BodyBytes, Object};
+use super::body::BodyBytes;
+use super::contract::fields::{Flag, Int, Nested, RequiredName, Text};
+use super::contract::{self, Contract, Limits};
 use super::error::{json_response, ApiError};
-use super::names::name_problem;
+use crate::config::Config;
 use crate::engine::json::to_json;
 use crate::state::AppState;
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/configure", post(configure))
-}
 
 /// Longest `namespace` / `task`, characters (spec §6).
 const LABEL_CHARS_MAX: usize = 255;
 
-#[derive(Clone, Copy)]
-enum OptionKind {
-    Int { min: i64, max: i64 },
-    Bool,
+const TWO_POW_31: i64 = 1 << 31;
+const I32_MIN: i64 = -TWO_POW_31;
+const I32_MAX: i64 = TWO_POW_31 - 1;
+const TWO_POW_53: i64 = 1 << 53;
+
+/// Body of `POST /api/v1/configure`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ConfigureBody<'a> {
+    /// The queue (created when it does not exist)
+    queue: RequiredName,
+    /// The queue's namespace
+    #[serde(default)]
+    namespace: Text<LABEL_CHARS_MAX>,
+    /// The queue's task
+    #[serde(default)]
+    task: Text<LABEL_CHARS_MAX>,
+    /// Options to set (merged into the current ones)
+    #[serde(default, borrow)]
+    options: Nested<'a, QueueOptions>,
 }
 
-const TWO_POW_31: i64 = 1 << 31;
+impl Contract for ConfigureBody<'_> {}
 
-/// The known options with their types and ranges (spec §3.2 table).
-const OPTIONS: &[(&str, OptionKind)] = &[
-    (
-        "leaseTime",
-        OptionKind::Int {
-            min: 0,
-            max: 86_400,
-        },
-    ),
-    (
-        "retryLimit",
-        OptionKind::Int {
-            min: 0,
-            max: 10_000,
-        },
-    ),
-    (
-        "retryDelay",
-        OptionKind::Int {
-            min: 0,
-            max: 86_400_000,
-        },
-    ),
-    (
-        "maxSize",
-        OptionKind::Int {
-            min: 0,
-            max: 1 << 53,
-        },
-    ),
-    (
-        "ttl",
-        OptionKind::Int {
-            min: 0,
-            max: TWO_POW_31,
-        },
-    ),
-    (
-        "priority",
-        OptionKind::Int {
-            min: -TWO_POW_31,
-            max: TWO_POW_31 - 1,
-        },
-    ),
-    (
-        "delayedProcessing",
-        OptionKind::Int {
-            min: 0,
-            max: 31_536_000,
-        },
-    ),
-    (
-        "windowBuffer",
-        OptionKind::Int {
-            min: 0,
-            max: 86_400,
-        },
-    ),
-    ("deadLetterQueue", OptionKind::Bool),
-    ("dlqAfterMaxRetries", OptionKind::Bool),
-    ("retentionEnabled", OptionKind::Bool),
-    (
-        "retentionSeconds",
-        OptionKind::Int {
-            min: 0,
-            max: TWO_POW_31,
-        },
-    ),
-    (
-        "completedRetentionSeconds",
-        OptionKind::Int {
-            min: 0,
-            max: TWO_POW_31,
-        },
-    ),
-    (
-        "maxWaitTimeSeconds",
-        OptionKind::Int {
-            min: 0,
-            max: TWO_POW_31,
-        },
-    ),
-    ("encryptionEnabled", OptionKind::Bool),
-];
+/// The options of a queue (spec §3.2 table); only those sent are changed, unknown keys are
+/// ignored.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct QueueOptions {
+    /// Lease length, seconds (default 300)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    lease_time: Int<0, 86_400>,
+    /// Failed attempts before the DLQ (default 3)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    retry_limit: Int<0, 10_000>,
+    /// Wait before a failed message is delivered again, milliseconds (default 0)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    retry_delay: Int<0, 86_400_000>,
+    /// Most messages waiting (0: no limit)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    max_size: Int<0, TWO_POW_53>,
+    /// Messages older than this are not delivered, seconds (0: never)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    ttl: Int<0, TWO_POW_31>,
+    /// Order of namespace and task pops (higher first)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    priority: Int<I32_MIN, I32_MAX>,
+    /// Messages become deliverable this long after their push, seconds
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    delayed_processing: Int<0, 31_536_000>,
+    /// A partition is delivered only once its newest message is this old, seconds
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    window_buffer: Int<0, 86_400>,
+    /// Failed messages go to the DLQ (default true)
+    #[serde(default, skip_serializing_if = "Flag::is_absent")]
+    dead_letter_queue: Flag,
+    /// Accepted and echoed without effect (Queen's clients send it)
+    #[serde(default, skip_serializing_if = "Flag::is_absent")]
+    dlq_after_max_retries: Flag,
+    /// Delete messages by age (default true)
+    #[serde(default, skip_serializing_if = "Flag::is_absent")]
+    retention_enabled: Flag,
+    /// Delete messages older than this, seconds (0: never)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    retention_seconds: Int<0, TWO_POW_31>,
+    /// Delete settled messages older than this, seconds (0: never)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    completed_retention_seconds: Int<0, TWO_POW_31>,
+    /// Evict messages waiting longer than this, seconds (0: never)
+    #[serde(default, skip_serializing_if = "Int::is_absent")]
+    max_wait_time_seconds: Int<0, TWO_POW_31>,
+    /// Store payloads encrypted (needs REGINA_ENCRYPTION_KEY)
+    #[serde(default, skip_serializing_if = "Flag::is_absent")]
+    encryption_enabled: Flag,
+}
 
-async fn configure(
+impl Contract for QueueOptions {}
+
+pub(super) async fn configure(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let config = &state.get().config;
-    let object = body::parse_object(&bytes, config.json_depth_max)?;
     let encryption = &state.get().encryption;
-    let request = configure_request(&object, config.name_chars_max, encryption.available())?;
-    auth.check_queue(&object.required_string("queue", "queue is required")?)?;
+    let (queue, request) = configure_request(&bytes, config, encryption.available())?;
+    auth.check_queue(&queue)?;
     let result = state.get().db.configure(&request).await?;
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
@@ -153,25 +133,32 @@ async fn configure(
     Ok(json_response(status, result))
 }
 
-/// The `regina.configure` argument: `{queue, namespace, task, options: {only the keys sent}}`.
-/// `encryptionEnabled: true` needs a configured key (`can_encrypt`).
+/// The queue and the `regina.configure` argument: `{queue, namespace, task, options: {only the
+/// keys sent}}`. `encryptionEnabled: true` needs a configured key (`can_encrypt`).
 fn configure_request(
-    object: &Object<'_>,
-    name_chars_max: usize,
+    bytes: &[u8],
+    config: &Config,
     can_encrypt: bool,
-) -> Result<String, ApiError> {
-    let queue = object.required_string("queue", "queue is required")?;
-    if let Some(problem) = name_problem(&queue, name_chars_max) {
-        return Err(object.error("queue", format!("queue {problem}")));
+) -> Result<(String, String), ApiError> {
+    let body: ConfigureBody = contract::decode(bytes, config)?;
+    let options = body.options.decode("options", None, Limits::of(config))?;
+    if let Some(options) = &options {
+        if options.encryption_enabled.0 == Some(true) && !can_encrypt {
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "encryption_unavailable",
+                "Encryption is not available: no encryption key is configured",
+            )
+            .field("options.encryptionEnabled"));
+        }
     }
-    let namespace = object.opt_string_max("namespace", LABEL_CHARS_MAX)?;
-    let task = object.opt_string_max("task", LABEL_CHARS_MAX)?;
-    Ok(to_json(&SqlConfigure {
-        queue: &queue,
-        namespace: namespace.as_deref(),
-        task: task.as_deref(),
-        options: options(object, can_encrypt)?,
-    }))
+    let request = to_json(&SqlConfigure {
+        queue: &body.queue.0,
+        namespace: body.namespace.0.as_deref(),
+        task: body.task.0.as_deref(),
+        options: options.as_ref(),
+    });
+    Ok((body.queue.0, request))
 }
 
 /// The `regina.configure` argument.
@@ -180,36 +167,19 @@ struct SqlConfigure<'a> {
     queue: &'a str,
     namespace: Option<&'a str>,
     task: Option<&'a str>,
-    options: serde_json::Map<String, serde_json::Value>,
+    /// The options sent (`{}` when none).
+    #[serde(serialize_with = "options_or_empty")]
+    options: Option<&'a QueueOptions>,
 }
 
-/// The options present in the request, validated (unknown keys dropped).
-fn options(
-    object: &Object<'_>,
-    can_encrypt: bool,
-) -> Result<serde_json::Map<String, serde_json::Value>, ApiError> {
-    let mut out = serde_json::Map::new();
-    let Some(raw) = object.raw("options").filter(|r| !body::is_null(r)) else {
-        return Ok(out);
-    };
-    let options = Object::from_raw(raw, "options.".to_owned(), None)?;
-    for (key, kind) in OPTIONS {
-        let value = match *kind {
-            OptionKind::Int { min, max } => options.opt_int(key, min, max)?.map(Into::into),
-            OptionKind::Bool => options.opt_bool(key)?.map(Into::into),
-        };
-        let Some(value) = value else { continue };
-        if *key == "encryptionEnabled" && value == serde_json::Value::Bool(true) && !can_encrypt {
-            return Err(ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "encryption_unavailable",
-                "Encryption is not available: no encryption key is configured",
-            )
-            .field("options.encryptionEnabled"));
-        }
-        out.insert((*key).to_owned(), value);
+fn options_or_empty<S: serde::Serializer>(
+    options: &Option<&QueueOptions>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    match options {
+        Some(options) => options.serialize(serializer),
+        None => serde_json::Map::new().serialize(serializer),
     }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -217,8 +187,8 @@ mod tests {
     use super::*;
 
     fn request(body: &str) -> Result<serde_json::Value, String> {
-        let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
-        let text = configure_request(&object, 255, false).map_err(|e| format!("{e:?}"))?;
+        let (_, text) = configure_request(body.as_bytes(), &Config::default(), false)
+            .map_err(|e| format!("{e:?}"))?;
         serde_json::from_str(&text).map_err(|e| e.to_string())
     }
 
@@ -249,12 +219,14 @@ mod tests {
                 .is_err_and(|e| e.contains("encryption_unavailable"))
         );
         assert!(request(r#"{"queue":"q","options":{"encryptionEnabled":false}}"#).is_ok());
-        let with_key =
-            body::parse_object(br#"{"queue":"q","options":{"encryptionEnabled":true}}"#, 64)
-                .map_err(|e| format!("{e:?}"))
-                .and_then(|o| configure_request(&o, 255, true).map_err(|e| format!("{e:?}")));
+        let with_key = configure_request(
+            br#"{"queue":"q","options":{"encryptionEnabled":true}}"#,
+            &Config::default(),
+            true,
+        )
+        .map_err(|e| format!("{e:?}"));
         assert!(
-            with_key.is_ok_and(|t| t.contains(r#""encryptionEnabled":true"#)),
+            with_key.is_ok_and(|(_, t)| t.contains(r#""encryptionEnabled":true"#)),
             "accepted with a key"
         );
         for (key, body) in [

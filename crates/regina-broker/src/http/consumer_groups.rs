@@ -6,56 +6,69 @@
 //! naming a forbidden queue answer `403`, and so do the changes that reach every queue of a
 //! group (group delete, subscription start) when the caller has scopes at all.
 
-use axum::extract::{RawQuery, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode, Uri};
+use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::routing::{delete, get, post};
-use axum::Router;
+use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::access::{forbidden, Auth};
-use super::body::{self, BodyBytes};
+use super::contract::fields::{Flag, RequiredInstant, Text, INSTANT_PATTERN};
+use super::contract::params::{
+    Choice, Offset, Page, PageLimit, PartitionPath, PathName, QueryFlag, QueryInt, QueryName, Words,
+};
+use super::contract::{Body, Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
-use super::names::path_name;
-use super::query::Query;
-use super::resources::query_name;
 use super::timestamp;
 use crate::engine::json::to_json;
 use crate::state::{AppState, Shared};
 
-/// `limit` default and maximum of the listings (spec §3.10).
-const LIMIT_DEFAULT: i64 = 1_000;
-const LIMIT_MAX: i64 = 10_000;
-/// `limit` default and maximum of the partitions per queue in one group's detail.
-const DETAIL_LIMIT_MAX: i64 = 10_000;
-/// `minLagSeconds` default of the lagging listing.
-const MIN_LAG_SECONDS_DEFAULT: i64 = 3_600;
-/// Positions of the path parameters in
-/// `/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek`.
-const GROUP_SEGMENT: usize = 3;
-const QUEUE_SEGMENT: usize = 5;
-const PARTITION_SEGMENT: usize = 7;
+/// Largest `minLagSeconds`.
+const MIN_LAG_SECONDS_MAX: i64 = i32::MAX as i64;
 
 const TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
 
-pub(super) fn routes() -> Router<AppState> {
-    const GROUP: &str = "/api/v1/consumer-groups/{group}";
-    Router::new()
-        .route("/api/v1/consumer-groups", get(list))
-        .route("/api/v1/consumer-groups/lagging", get(lagging))
-        .route(GROUP, get(detail).delete(delete_group))
-        .route(
-            &format!("{GROUP}/queues/{{queue}}"),
-            delete(delete_on_queue),
-        )
-        .route(&format!("{GROUP}/subscription"), post(subscription))
-        .route(&format!("{GROUP}/queues/{{queue}}/seek"), post(seek_queue))
-        .route(
-            &format!("{GROUP}/queues/{{queue}}/partitions/{{partition}}/seek"),
-            post(seek_partition),
-        )
+/// The group a path names.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct GroupPath {
+    /// The consumer group
+    group: PathName,
 }
+
+impl Contract for GroupPath {}
+
+/// The group and queue a path names.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct GroupQueuePath {
+    /// The consumer group
+    group: PathName,
+    /// The queue
+    queue: PathName,
+}
+
+impl Contract for GroupQueuePath {}
+
+/// Query of `GET /api/v1/consumer-groups/lagging`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LaggingQuery {
+    /// Least time lag, seconds
+    #[serde(default)]
+    #[schemars(extend("default" = 3_600))]
+    min_lag_seconds: QueryInt<0, MIN_LAG_SECONDS_MAX>,
+    /// Page size
+    #[serde(default)]
+    limit: PageLimit<1_000, 10_000>,
+    /// Rows skipped before the page
+    #[serde(default)]
+    offset: Offset,
+}
+
+impl Contract for LaggingQuery {}
+
+/// `minLagSeconds` when absent.
+const MIN_LAG_SECONDS_DEFAULT: i64 = 3_600;
 
 /// One page of a listing, as the listing functions take it.
 #[derive(Serialize)]
@@ -67,14 +80,6 @@ struct SqlPage {
     min_lag_seconds: Option<i64>,
 }
 
-fn page(query: &Query, min_lag_seconds: Option<i64>) -> Result<String, ApiError> {
-    Ok(to_json(&SqlPage {
-        limit: query.integer("limit", 1, LIMIT_MAX, LIMIT_DEFAULT)?,
-        offset: query.integer("offset", 0, i64::from(i32::MAX), 0)?,
-        min_lag_seconds,
-    }))
-}
-
 /// A bare-array listing with its unpaged count in `X-Total-Count`.
 fn listing(total: i64, body: String) -> Response {
     let mut response = json_response(StatusCode::OK, body);
@@ -84,87 +89,77 @@ fn listing(total: i64, body: String) -> Response {
     response
 }
 
-async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(page): Params<Page<1_000, 10_000>>,
 ) -> Result<Response, ApiError> {
-    let request = auth.scoped(page(&Query::parse(raw.as_deref()), None)?);
+    let request = auth.scoped(to_json(&page));
     let (total, body) = state.get().db.groups_list(&request).await?;
     Ok(listing(total, body))
 }
 
-async fn lagging(
+pub(super) async fn lagging(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(query): Params<LaggingQuery>,
 ) -> Result<Response, ApiError> {
-    let query = Query::parse(raw.as_deref());
-    let min_lag = query.integer(
-        "minLagSeconds",
-        0,
-        i64::from(i32::MAX),
-        MIN_LAG_SECONDS_DEFAULT,
-    )?;
-    let request = auth.scoped(page(&query, Some(min_lag))?);
+    let request = auth.scoped(to_json(&SqlPage {
+        limit: query.limit.0,
+        offset: query.offset.0,
+        min_lag_seconds: Some(query.min_lag_seconds.0.unwrap_or(MIN_LAG_SECONDS_DEFAULT)),
+    }));
     let (total, body) = state.get().db.groups_lagging(&request).await?;
     Ok(listing(total, body))
 }
 
-/// The `:group` path parameter.
-fn group(shared: &Shared, uri: &Uri) -> Result<String, ApiError> {
-    path_name(uri, GROUP_SEGMENT, "group", shared.config.name_chars_max)
+/// How one group's detail orders the partitions of a queue.
+#[derive(Debug)]
+pub(crate) struct DetailSort;
+
+impl Words for DetailSort {
+    const VALUES: &'static [&'static str] = &["partition", "lag"];
+    const DEFAULT: Option<&'static str> = Some("partition");
+    fn refusal(_: &str) -> String {
+        "must be partition or lag".to_owned()
+    }
 }
 
-/// The `:queue` path parameter.
-fn queue(shared: &Shared, uri: &Uri) -> Result<String, ApiError> {
-    path_name(uri, QUEUE_SEGMENT, "queue", shared.config.name_chars_max)
+/// Query of `GET /api/v1/consumer-groups/{group}`, and the page `regina.consumer_group_detail`
+/// takes.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub(crate) struct DetailQuery {
+    /// Partitions by name, or most lagging first
+    #[serde(default)]
+    sort: Choice<DetailSort>,
+    /// Only this queue
+    #[serde(default, skip_serializing_if = "is_absent")]
+    queue: QueryName,
+    /// Partitions per queue
+    #[serde(default)]
+    limit: PageLimit<10_000, 10_000>,
+    /// Partitions skipped before the page
+    #[serde(default)]
+    offset: Offset,
 }
 
-/// The page of `GET /api/v1/consumer-groups/:group`, as `regina.consumer_group_detail` takes it.
-#[derive(Serialize, Debug, PartialEq)]
-struct SqlDetailPage<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    queue: Option<&'a str>,
-    limit: i64,
-    offset: i64,
-    sort: &'static str,
+fn is_absent(name: &QueryName) -> bool {
+    name.0.is_none()
 }
 
-/// `queue`, `limit` (partitions per queue), `offset` and `sort` (`partition` or `lag`).
-fn detail_page<'a>(query: &'a Query, name_chars_max: usize) -> Result<SqlDetailPage<'a>, ApiError> {
-    let sort = match query.string("sort")? {
-        None | Some("partition") => "partition",
-        Some("lag") => "lag",
-        Some(_) => {
-            return Err(ApiError::invalid_parameter(
-                "sort",
-                "sort must be partition or lag".to_owned(),
-            ))
-        }
-    };
-    Ok(SqlDetailPage {
-        queue: query_name(query, "queue", name_chars_max)?,
-        limit: query.integer("limit", 1, DETAIL_LIMIT_MAX, DETAIL_LIMIT_MAX)?,
-        offset: query.integer("offset", 0, i64::from(i32::MAX), 0)?,
-        sort,
-    })
-}
+impl Contract for DetailQuery {}
 
-async fn detail(
+pub(super) async fn detail(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
+    PathParams(GroupPath { group }): PathParams<GroupPath>,
+    Params(page): Params<DetailQuery>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let group = group(shared, &uri)?;
-    let query = Query::parse(raw.as_deref());
-    let page = detail_page(&query, shared.config.name_chars_max)?;
-    if let Some(queue) = page.queue {
+    if let Some(queue) = &page.queue.0 {
         auth.check_queue(queue)?;
     }
-    let mut body = shared.db.group_detail(&group, &to_json(&page)).await?;
+    let mut body = shared.db.group_detail(&group.0, &to_json(&page)).await?;
     if auth.scopes().is_some() {
         // The detail is keyed by queue name: drop the queues the caller may not see.
         let mut queues: serde_json::Map<String, Value> =
@@ -183,27 +178,35 @@ fn check_every_queue(auth: &Auth) -> Result<(), ApiError> {
     }
 }
 
-async fn delete_group(
-    State(state): State<AppState>,
-    auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
-) -> Result<Response, ApiError> {
-    let group = group(state.get(), &uri)?;
-    check_every_queue(&auth)?;
-    delete_in(&state, group, None, raw.as_deref()).await
+/// Query of the group deletes.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DeleteQuery {
+    /// Also remove the subscriptions
+    #[serde(default)]
+    delete_metadata: QueryFlag<true>,
 }
 
-async fn delete_on_queue(
+impl Contract for DeleteQuery {}
+
+pub(super) async fn delete_group(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
+    PathParams(GroupPath { group }): PathParams<GroupPath>,
+    query: Result<Params<DeleteQuery>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let group = group(state.get(), &uri)?;
-    let queue = queue(state.get(), &uri)?;
-    auth.check_queue(&queue)?;
-    delete_in(&state, group, Some(queue), raw.as_deref()).await
+    check_every_queue(&auth)?;
+    delete_in(&state, group.0, None, query?.0).await
+}
+
+pub(super) async fn delete_on_queue(
+    State(state): State<AppState>,
+    auth: Auth,
+    PathParams(GroupQueuePath { group, queue }): PathParams<GroupQueuePath>,
+    query: Result<Params<DeleteQuery>, ApiError>,
+) -> Result<Response, ApiError> {
+    auth.check_queue(&queue.0)?;
+    delete_in(&state, group.0, Some(queue.0), query?.0).await
 }
 
 /// What `regina.consumer_group_delete` and `_subscription` report.
@@ -239,10 +242,10 @@ async fn delete_in(
     state: &AppState,
     group: String,
     queue: Option<String>,
-    raw_query: Option<&str>,
+    query: DeleteQuery,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let delete_metadata = Query::parse(raw_query).boolean("deleteMetadata", true)?;
+    let delete_metadata = query.delete_metadata.0;
     let text = shared
         .db
         .group_delete(&group, queue.as_deref(), delete_metadata)
@@ -261,24 +264,27 @@ async fn delete_in(
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-async fn subscription(
+/// Body of `POST /api/v1/consumer-groups/{group}/subscription`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SubscriptionBody {
+    /// Where the group starts on partitions it has not touched
+    subscription_timestamp: RequiredInstant,
+}
+
+impl Contract for SubscriptionBody {}
+
+pub(super) async fn subscription(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    BodyBytes(bytes): BodyBytes,
+    PathParams(GroupPath { group }): PathParams<GroupPath>,
+    body: Result<Body<SubscriptionBody>, ApiError>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let group = group(shared, &uri)?;
     check_every_queue(&auth)?;
-    let object = body::parse_object(&bytes, shared.config.json_depth_max)?;
-    let start =
-        object.required_string("subscriptionTimestamp", "subscriptionTimestamp is required")?;
-    let start = timestamp::normalize(&start).ok_or_else(|| {
-        object.error(
-            "subscriptionTimestamp",
-            "subscriptionTimestamp must be an RFC 3339 timestamp or a date",
-        )
-    })?;
+    let Body(body) = body?;
+    let start = body.subscription_timestamp.0;
+    let group = group.0;
     let change = GroupChange::read(&shared.db.group_subscription(&group, &start).await?)?;
     change.wake(shared, &group);
     let body = json!({
@@ -299,23 +305,71 @@ enum SeekTarget {
     After(String),
 }
 
-/// `{toEnd: true}` or `{timestamp}`; an empty body is `toEnd` where `end_by_default`.
+/// Body of a seek: `{toEnd: true}` or `{timestamp}` (`toEnd: true` wins, and then `timestamp`
+/// is not read).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = seek_forms)]
+pub(crate) struct SeekBody {
+    /// Move past every message committed before the seek
+    #[serde(default)]
+    to_end: Flag,
+    /// Move to the first message created after this instant
+    #[serde(default)]
+    timestamp: Text,
+}
+
+impl Contract for SeekBody {}
+
+/// The two forms of a seek body.
+fn seek_forms(schema: &mut Schema) {
+    schema.insert(
+        "anyOf".into(),
+        json!([
+            {"required": ["toEnd"], "properties": {"toEnd": {"const": true}}},
+            {"required": ["timestamp"],
+             "properties": {"timestamp": {"type": "string", "pattern": INSTANT_PATTERN}}},
+        ]),
+    );
+}
+
+/// Body of a partition's seek: a seek body, and an empty one moves to the end.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(transform = partition_seek_forms)]
+pub(crate) struct PartitionSeekBody {
+    /// Move past every message committed before the seek (the default)
+    #[serde(default)]
+    to_end: Flag,
+    /// Move to the first message created after this instant
+    #[serde(default)]
+    timestamp: Text,
+}
+
+impl Contract for PartitionSeekBody {}
+
+fn partition_seek_forms(schema: &mut Schema) {
+    seek_forms(schema);
+    if let Some(forms) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
+        forms.push(
+            json!({"not": {"anyOf": [{"required": ["toEnd"]}, {"required": ["timestamp"]}]}}),
+        );
+    }
+}
+
+/// The target of `toEnd` and `timestamp`; neither is the end where `end_by_default`.
 fn seek_target(
-    bytes: &[u8],
-    depth_max: usize,
+    to_end: Flag,
+    timestamp: Text,
     end_by_default: bool,
 ) -> Result<SeekTarget, ApiError> {
-    let object = body::parse_object(bytes, depth_max)?;
-    let to_end = object.opt_bool("toEnd")?;
-    match (to_end, object.opt_string("timestamp")?) {
+    match (to_end.0, timestamp.0) {
         (Some(true), _) => Ok(SeekTarget::End),
         (_, Some(text)) => timestamp::normalize(&text)
             .map(SeekTarget::After)
             .ok_or_else(|| {
-                object.error(
-                    "timestamp",
-                    "timestamp must be an RFC 3339 timestamp or a date",
-                )
+                ApiError::validation("timestamp must be an RFC 3339 timestamp or a date")
+                    .field("timestamp")
             }),
         (None, None) if end_by_default => Ok(SeekTarget::End),
         _ => Err(ApiError::validation(
@@ -382,16 +436,17 @@ async fn seek(
     }
 }
 
-async fn seek_queue(
+pub(super) async fn seek_queue(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    BodyBytes(bytes): BodyBytes,
+    PathParams(GroupQueuePath { group, queue }): PathParams<GroupQueuePath>,
+    body: Result<Body<SeekBody>, ApiError>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let (group, queue) = (group(shared, &uri)?, queue(shared, &uri)?);
+    let (group, queue) = (group.0, queue.0);
     auth.check_queue(&queue)?;
-    let target = seek_target(&bytes, shared.config.json_depth_max, false)?;
+    let Body(body) = body?;
+    let target = seek_target(body.to_end, body.timestamp, false)?;
     let outcome = seek(shared, &group, &queue, None, &target).await?;
     let body = json!({
         "success": true,
@@ -404,22 +459,19 @@ async fn seek_queue(
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-async fn seek_partition(
+pub(super) async fn seek_partition(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    BodyBytes(bytes): BodyBytes,
+    PathParams(GroupQueuePath { group, queue }): PathParams<GroupQueuePath>,
+    partition: Result<PathParams<PartitionPath>, ApiError>,
+    body: Result<Body<PartitionSeekBody>, ApiError>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let (group, queue) = (group(shared, &uri)?, queue(shared, &uri)?);
+    let (group, queue) = (group.0, queue.0);
     auth.check_queue(&queue)?;
-    let partition = path_name(
-        &uri,
-        PARTITION_SEGMENT,
-        "partition",
-        shared.config.name_chars_max,
-    )?;
-    let target = seek_target(&bytes, shared.config.json_depth_max, true)?;
+    let partition = partition?.0.partition.0;
+    let Body(body) = body?;
+    let target = seek_target(body.to_end, body.timestamp, true)?;
     let outcome = seek(shared, &group, &queue, Some(&partition), &target).await?;
     let body = json!({
         "success": true,
@@ -435,17 +487,25 @@ async fn seek_partition(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::http::contract::{decode, decode_query, Limits};
 
     #[test]
     fn detail_pages_default_to_every_partition_by_name_and_refuse_bad_values() {
-        let parse = |raw: &str| detail_page(&Query::parse(Some(raw)), 64).map(|p| to_json(&p));
+        let config = Config {
+            name_chars_max: 64,
+            ..Config::default()
+        };
+        let parse = |raw: &str| {
+            decode_query::<DetailQuery>(Some(raw), Limits::of(&config)).map(|p| to_json(&p))
+        };
         assert_eq!(
             parse("").expect("valid"),
-            r#"{"limit":10000,"offset":0,"sort":"partition"}"#
+            r#"{"sort":"partition","limit":10000,"offset":0}"#
         );
         assert_eq!(
             parse("queue=q&limit=5&offset=10&sort=lag").expect("valid"),
-            r#"{"queue":"q","limit":5,"offset":10,"sort":"lag"}"#
+            r#"{"sort":"lag","queue":"q","limit":5,"offset":10}"#
         );
         for bad in [
             "limit=0",
@@ -460,7 +520,10 @@ mod tests {
 
     #[test]
     fn seek_bodies_name_the_end_or_an_instant() {
-        let target = |body: &str, default| seek_target(body.as_bytes(), 64, default);
+        let target = |body: &str, end_by_default| {
+            decode::<SeekBody>(body.as_bytes(), &Config::default())
+                .and_then(|b| seek_target(b.to_end, b.timestamp, end_by_default))
+        };
         assert_eq!(
             target(r#"{"toEnd":true}"#, false).ok(),
             Some(SeekTarget::End)
@@ -471,6 +534,10 @@ mod tests {
         );
         assert_eq!(
             target(r#"{"toEnd":true,"timestamp":"2026-05-10"}"#, false).ok(),
+            Some(SeekTarget::End)
+        );
+        assert_eq!(
+            target(r#"{"toEnd":true,"timestamp":"garbage"}"#, false).ok(),
             Some(SeekTarget::End)
         );
         assert_eq!(target("", true).ok(), Some(SeekTarget::End));
@@ -490,14 +557,21 @@ mod tests {
 
     #[test]
     fn pages_are_bounded() {
-        let request = page(&Query::parse(Some("limit=5&offset=10")), Some(60)).expect("valid");
-        assert_eq!(request, r#"{"limit":5,"offset":10,"minLagSeconds":60}"#);
+        let limits = Limits::of(&Config::default());
+        let page =
+            |q: &str| decode_query::<Page<1_000, 10_000>>(Some(q), limits).map(|p| to_json(&p));
         assert_eq!(
-            page(&Query::parse(None), None).ok().as_deref(),
+            page("limit=5&offset=10").ok().as_deref(),
+            Some(r#"{"limit":5,"offset":10}"#)
+        );
+        assert_eq!(
+            page("").ok().as_deref(),
             Some(r#"{"limit":1000,"offset":0}"#)
         );
         for bad in ["limit=0", "limit=10001", "offset=-1", "limit=x"] {
-            assert!(page(&Query::parse(Some(bad)), None).is_err(), "{bad}");
+            assert!(page(bad).is_err(), "{bad}");
         }
+        let lagging = decode_query::<LaggingQuery>(Some("minLagSeconds=-1"), limits);
+        assert!(lagging.is_err());
     }
 }

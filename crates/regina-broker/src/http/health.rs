@@ -5,18 +5,12 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
 
 use super::error::json_response;
 use crate::state::{AppState, Shared};
 
 /// The health answer is due within this budget; a slower database counts as down.
 const HEALTH_BUDGET: Duration = Duration::from_secs(2);
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/health", get(health))
-}
 
 /// Whether PostgreSQL answers a query within the health budget.
 pub(super) async fn database_healthy(shared: &Shared) -> bool {
@@ -26,7 +20,7 @@ pub(super) async fn database_healthy(shared: &Shared) -> bool {
     )
 }
 
-async fn health(State(state): State<AppState>) -> Response {
+pub(super) async fn health(State(state): State<AppState>) -> Response {
     let shared = state.get();
     let healthy = database_healthy(shared).await;
     let maintenance = shared.failover.maintenance();

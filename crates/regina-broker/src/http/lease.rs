@@ -8,41 +8,55 @@
 //! docs/compatibility.md.
 
 use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::access::Auth;
-use super::body::{self, BodyBytes};
+use super::body::BodyBytes;
+use super::contract::fields::Int;
+use super::contract::params::PathText;
+use super::contract::{self, Contract, PathParams};
 use super::error::{json_response, ApiError};
-use super::names::path_segment;
 use crate::engine::json::{indexed_array, to_json, write_indexed};
 use crate::engine::ExtendRequest;
 use crate::state::AppState;
 
 /// `seconds` range (spec §3.6).
 const SECONDS_MAX: i64 = 86_400;
-/// Position of `{leaseId}` in `/api/v1/lease/{leaseId}/extend`.
-const LEASE_SEGMENT: usize = 3;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/lease/{leaseId}/extend", post(extend))
+/// Path of `POST /api/v1/lease/{leaseId}/extend`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct LeasePath {
+    /// The lease (any text: one that is not a UUID names no lease, answered in-band)
+    lease_id: PathText,
 }
 
-async fn extend(
+impl Contract for LeasePath {}
+
+/// Body of the lease extension (none at all changes the answer's shape).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ExtendBody {
+    /// New lease length from now, seconds (default: the queue's leaseTime)
+    #[serde(default)]
+    seconds: Int<1, SECONDS_MAX>,
+}
+
+impl Contract for ExtendBody {}
+
+pub(super) async fn extend(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
+    PathParams(LeasePath { lease_id }): PathParams<LeasePath>,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
-    let lease_id = path_segment(&uri, LEASE_SEGMENT, "leaseId")?;
+    let lease_id = lease_id.0;
     let shape = Shape::of(&bytes);
-    let config = &state.get().config;
-    let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let seconds = object.opt_int("seconds", 1, SECONDS_MAX)?;
+    let body: ExtendBody = contract::decode(&bytes, &state.get().config)?;
+    let seconds = body.seconds.0;
     // Lease ids are UUIDs: anything else names no lease, answered in-band like an unknown one.
     if Uuid::parse_str(&lease_id).is_err() {
         return Ok(shape.answer(&not_found(&lease_id)));

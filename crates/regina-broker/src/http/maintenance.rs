@@ -5,22 +5,17 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::body::{self, BodyBytes};
 use super::buffers::buffer_stats;
+use super::contract::fields::RequiredFlag;
+use super::contract::{Body, Contract};
 use super::error::{json_response, ApiError};
 use crate::failover::MaintenanceKind;
 use crate::state::{AppState, Shared};
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/system/maintenance", get(push_get).post(push_set))
-        .route("/api/v1/system/maintenance/pop", get(pop_get).post(pop_set))
-}
-
-async fn push_get(State(state): State<AppState>) -> Response {
+pub(super) async fn push_get(State(state): State<AppState>) -> Response {
     let shared = state.get();
     let stats = buffer_stats(shared).await;
     let body = serde_json::json!({
@@ -33,12 +28,25 @@ async fn push_get(State(state): State<AppState>) -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
-async fn push_set(
+/// Body of the maintenance switches.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct SwitchBody {
+    /// On or off
+    enabled: RequiredFlag,
+}
+
+impl Contract for SwitchBody {
+    fn missing(key: &str, _field: &str) -> String {
+        format!("{key} (boolean) is required")
+    }
+}
+
+pub(super) async fn push_set(
     State(state): State<AppState>,
-    BodyBytes(bytes): BodyBytes,
+    Body(body): Body<SwitchBody>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let enabled = switch_position(shared, &bytes)?;
+    let enabled = body.enabled.0;
     switch(shared, MaintenanceKind::Push, enabled).await?;
     let stats = shared.failover.stats();
     let message = if enabled {
@@ -55,17 +63,17 @@ async fn push_set(
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-async fn pop_get(State(state): State<AppState>) -> Response {
+pub(super) async fn pop_get(State(state): State<AppState>) -> Response {
     let on = state.get().failover.maintenance().pop_on();
     json_response(StatusCode::OK, pop_body(on).to_string())
 }
 
-async fn pop_set(
+pub(super) async fn pop_set(
     State(state): State<AppState>,
-    BodyBytes(bytes): BodyBytes,
+    Body(body): Body<SwitchBody>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let enabled = switch_position(shared, &bytes)?;
+    let enabled = body.enabled.0;
     switch(shared, MaintenanceKind::Pop, enabled).await?;
     Ok(json_response(StatusCode::OK, pop_body(enabled).to_string()))
 }
@@ -77,16 +85,6 @@ fn pop_body(on: bool) -> serde_json::Value {
         "Pop maintenance off: pops deliver again"
     };
     serde_json::json!({"popMaintenanceMode": on, "message": message})
-}
-
-/// `{enabled: bool}`, required.
-fn switch_position(shared: &Shared, bytes: &[u8]) -> Result<bool, ApiError> {
-    let object = body::parse_object(bytes, shared.config.json_depth_max)?;
-    object
-        .opt_bool("enabled")
-        .ok()
-        .flatten()
-        .ok_or_else(|| ApiError::validation("enabled (boolean) is required").field("enabled"))
 }
 
 /// Stores and announces the switch, then applies it here without waiting for the announcement.

@@ -3,55 +3,86 @@
 //! administration answers keep `success` on failure (spec §1.3). The listing leaves out queues
 //! outside the caller's scopes; a message of such a queue is answered `403` (spec §1.6).
 
-use axum::extract::{RawQuery, State};
-use axum::http::{StatusCode, Uri};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::Router;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::access::Auth;
-use super::body::{self, BodyBytes};
+use super::contract::fields::{FreeText, Name};
+use super::contract::params::{
+    Choice, Offset, PageLimit, PathKey, PathUuid, QueryInstant, QueryName, QueryText, Words,
+};
+use super::contract::{Body, Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
-use super::names::{name_problem, path_segment};
-use super::query::Query;
-use super::resources::{query_name, query_offset, query_text, LABEL_CHARS_MAX};
-use super::timestamp;
+use super::resources::LABEL_CHARS_MAX;
 use crate::encryption::Encryption;
 use crate::engine::json::to_json;
 use crate::state::{AppState, Shared};
 
-/// `limit` of the listing: default and maximum (§3.9).
-const LIMIT_DEFAULT: i64 = 200;
-const LIMIT_MAX: i64 = 1_000;
 /// Longest `transactionId`, characters (spec §6).
 const TRANSACTION_ID_CHARS_MAX: usize = 255;
 /// A manual DLQ move's `error` beyond this many characters is truncated, as an ack's (spec §6).
 const ERROR_CHARS_MAX: usize = 4_096;
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const MANUAL_DLQ_ERROR: &str = "Moved to DLQ manually";
-/// Positions of `{partitionId}` and `{transactionId}` in `/api/v1/messages/{p}/{t}`.
-const PARTITION_SEGMENT: usize = 3;
-const TRANSACTION_SEGMENT: usize = 4;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/messages", get(list))
-        .route(
-            "/api/v1/messages/{partitionId}/{transactionId}",
-            get(detail).delete(remove),
-        )
-        .route(
-            "/api/v1/messages/{partitionId}/{transactionId}/retry",
-            post(requeue),
-        )
-        .route(
-            "/api/v1/messages/{partitionId}/{transactionId}/dlq",
-            post(dead_letter),
-        )
+/// The statuses a listing filters by.
+#[derive(Debug)]
+pub(crate) struct MessageStatus;
+
+impl Words for MessageStatus {
+    const VALUES: &'static [&'static str] = &["pending", "processing", "completed", "dead_letter"];
+    const DEFAULT: Option<&'static str> = None;
+    fn refusal(value: &str) -> String {
+        format!("must be pending, processing, completed or dead_letter, not {value:?}")
+    }
 }
+
+/// Query of `GET /api/v1/messages`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessagesQuery {
+    /// Only messages with this status
+    #[serde(default)]
+    status: Choice<MessageStatus>,
+    /// Only this namespace
+    #[serde(default)]
+    ns: QueryText<LABEL_CHARS_MAX>,
+    /// Only this namespace (when `ns` is absent; read only then)
+    #[serde(default)]
+    #[schemars(length(max = 255))]
+    namespace: QueryText,
+    /// Only this queue
+    #[serde(default)]
+    queue: QueryName,
+    /// Only this partition
+    #[serde(default)]
+    partition: QueryName,
+    /// Only this task
+    #[serde(default)]
+    task: QueryText<LABEL_CHARS_MAX>,
+    /// Statuses relative to this group
+    #[serde(default)]
+    consumer_group: QueryName,
+    /// Oldest createdAt (default now − 1 h)
+    #[serde(default)]
+    from: QueryInstant,
+    /// Newest createdAt (default now)
+    #[serde(default)]
+    to: QueryInstant,
+    /// Page size
+    #[serde(default)]
+    limit: PageLimit<200, 1_000>,
+    /// Rows skipped before the page
+    #[serde(default)]
+    offset: Offset,
+}
+
+impl Contract for MessagesQuery {}
 
 /// The `regina.messages_list` argument: filters given (absent ones null), timestamps normalised.
 #[derive(Serialize)]
@@ -63,96 +94,59 @@ struct SqlMessagesQuery<'a> {
     task: Option<&'a str>,
     consumer_group: Option<&'a str>,
     status: Option<&'a str>,
-    from: Option<String>,
-    to: Option<String>,
+    from: Option<&'a str>,
+    to: Option<&'a str>,
     limit: i64,
     offset: i64,
 }
 
-fn instant(query: &Query, key: &str) -> Result<Option<String>, ApiError> {
-    query
-        .string(key)?
-        .map(|value| {
-            timestamp::normalize(value).ok_or_else(|| {
-                let message = format!("{key} must be an RFC 3339 timestamp or a date");
-                ApiError::invalid_parameter(key, message)
-            })
-        })
-        .transpose()
-}
-
-fn messages_query(query: &Query, name_chars_max: usize) -> Result<String, ApiError> {
-    let status = query.string("status")?;
-    if let Some(other) =
-        status.filter(|s| !matches!(*s, "pending" | "processing" | "completed" | "dead_letter"))
-    {
-        let message =
-            format!("status must be pending, processing, completed or dead_letter, not {other:?}");
-        return Err(ApiError::invalid_parameter("status", message));
-    }
-    let namespace = match query_text(query, "ns", LABEL_CHARS_MAX)? {
-        Some(ns) => Some(ns),
-        None => query_text(query, "namespace", LABEL_CHARS_MAX)?,
+fn messages_query(query: &MessagesQuery) -> Result<String, ApiError> {
+    let namespace = match (&query.ns.0, &query.namespace.0) {
+        (Some(ns), _) => Some(ns),
+        (None, Some(namespace)) if namespace.chars().count() > LABEL_CHARS_MAX => {
+            let message = format!("namespace must be at most {LABEL_CHARS_MAX} characters");
+            return Err(
+                ApiError::invalid_parameter("namespace", message).limit(LABEL_CHARS_MAX as u64)
+            );
+        }
+        (None, namespace) => namespace.as_ref(),
     };
     Ok(to_json(&SqlMessagesQuery {
-        queue: query_name(query, "queue", name_chars_max)?,
-        partition: query_name(query, "partition", name_chars_max)?,
-        namespace,
-        task: query_text(query, "task", LABEL_CHARS_MAX)?,
-        consumer_group: query_name(query, "consumerGroup", name_chars_max)?,
-        status,
-        from: instant(query, "from")?,
-        to: instant(query, "to")?,
-        limit: query.integer("limit", 1, LIMIT_MAX, LIMIT_DEFAULT)?,
-        offset: query_offset(query)?,
+        queue: query.queue.0.as_deref(),
+        partition: query.partition.0.as_deref(),
+        namespace: namespace.map(String::as_str),
+        task: query.task.0.as_deref(),
+        consumer_group: query.consumer_group.0.as_deref(),
+        status: query.status.0,
+        from: query.from.0.as_deref(),
+        to: query.to.0.as_deref(),
+        limit: query.limit.0,
+        offset: query.offset.0,
     }))
 }
 
-async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(query): Params<MessagesQuery>,
 ) -> Result<Response, ApiError> {
-    let shared = state.get();
-    let request = messages_query(&Query::parse(raw.as_deref()), shared.config.name_chars_max)?;
-    let request = auth.scoped(request);
-    let body = shared.db.messages_list(&request).await?;
+    let request = auth.scoped(messages_query(&query)?);
+    let body = state.get().db.messages_list(&request).await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
-/// The message a path names: `(partitionId, transactionId)`, validated like the ack fields.
-pub(super) struct MessageKey {
-    pub(super) partition_id: String,
-    pub(super) transaction_id: String,
+/// The message a path names: `(partitionId, transactionId)`, validated like the ack fields
+/// (`/api/v1/messages/{p}/{t}`, `/api/v1/traces/{p}/{t}`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct MessageKey {
+    /// The message's partition
+    pub(super) partition_id: PathUuid,
+    /// The message's transactionId
+    pub(super) transaction_id: PathKey<TRANSACTION_ID_CHARS_MAX>,
 }
 
-/// The message named by segments 3 and 4 of the path (`/api/v1/messages/{p}/{t}`,
-/// `/api/v1/traces/{p}/{t}`).
-///
-/// # Errors
-/// `400 invalid_parameter` naming `partitionId` (not a UUID) or `transactionId` (not 1 to 255
-/// characters without NUL).
-pub(super) fn message_key(uri: &Uri) -> Result<MessageKey, ApiError> {
-    let partition_id = path_segment(uri, PARTITION_SEGMENT, "partitionId")?;
-    if uuid::Uuid::parse_str(&partition_id).is_err() {
-        return Err(ApiError::invalid_parameter(
-            "partitionId",
-            "partitionId must be a UUID",
-        ));
-    }
-    let transaction_id = path_segment(uri, TRANSACTION_SEGMENT, "transactionId")?;
-    let chars = transaction_id.chars().count();
-    if chars == 0 || chars > TRANSACTION_ID_CHARS_MAX || transaction_id.contains('\0') {
-        return Err(ApiError::invalid_parameter(
-            "transactionId",
-            format!("transactionId must be 1 to {TRANSACTION_ID_CHARS_MAX} characters without NUL"),
-        ));
-    }
-    Ok(MessageKey {
-        partition_id,
-        transaction_id,
-    })
-}
+impl Contract for MessageKey {}
 
 /// `403 forbidden` when the caller has queue scopes and the message's partition belongs to a
 /// queue they do not allow (the lookup is made only for scoped callers).
@@ -160,7 +154,7 @@ async fn check_scope(shared: &Shared, auth: &Auth, key: &MessageKey) -> Result<(
     if auth.scopes().is_none() {
         return Ok(());
     }
-    let id = Uuid::parse_str(&key.partition_id)
+    let id = Uuid::parse_str(&key.partition_id.0)
         .map_err(ApiError::internal)?
         .hyphenated()
         .to_string();
@@ -170,13 +164,16 @@ async fn check_scope(shared: &Shared, auth: &Auth, key: &MessageKey) -> Result<(
     }
 }
 
-async fn detail(State(state): State<AppState>, auth: Auth, uri: Uri) -> Result<Response, ApiError> {
-    let key = message_key(&uri)?;
+pub(super) async fn detail(
+    State(state): State<AppState>,
+    auth: Auth,
+    PathParams(key): PathParams<MessageKey>,
+) -> Result<Response, ApiError> {
     check_scope(state.get(), &auth, &key).await?;
     let found = state
         .get()
         .db
-        .message_detail(&key.partition_id, &key.transaction_id)
+        .message_detail(&key.partition_id.0, &key.transaction_id.0)
         .await?;
     match found {
         Some(body) => {
@@ -237,51 +234,54 @@ fn answer(body: String) -> Result<(Response, Outcome), ApiError> {
     Ok((json_response(status, body), outcome))
 }
 
-async fn remove(State(state): State<AppState>, auth: Auth, uri: Uri) -> Result<Response, ApiError> {
-    let key = message_key(&uri).map_err(ApiError::unsuccessful)?;
+pub(super) async fn remove(
+    State(state): State<AppState>,
+    auth: Auth,
+    key: Result<PathParams<MessageKey>, ApiError>,
+) -> Result<Response, ApiError> {
+    let PathParams(key) = key.map_err(ApiError::unsuccessful)?;
     check_scope(state.get(), &auth, &key)
         .await
         .map_err(ApiError::unsuccessful)?;
     let body = state
         .get()
         .db
-        .message_delete(&key.partition_id, &key.transaction_id)
+        .message_delete(&key.partition_id.0, &key.transaction_id.0)
         .await
         .map_err(|e| ApiError::from(e).unsuccessful())?;
     answer(body).map(|(response, _)| response)
 }
 
-/// The optional `consumerGroup` of an administration body, validated as a name.
-fn body_group(object: &body::Object<'_>, shared: &Shared) -> Result<Option<String>, ApiError> {
-    let group = object.opt_string("consumerGroup")?;
-    if let Some(problem) = group
-        .as_deref()
-        .and_then(|g| name_problem(g, shared.config.name_chars_max))
-    {
-        return Err(object.error("consumerGroup", format!("consumerGroup {problem}")));
-    }
-    Ok(group)
+/// Body of `POST /api/v1/messages/{partitionId}/{transactionId}/retry`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RequeueBody {
+    /// The group to requeue for (every group the message is dead-lettered for when absent)
+    #[serde(default)]
+    consumer_group: Name,
 }
 
-async fn requeue(
+impl Contract for RequeueBody {}
+
+pub(super) async fn requeue(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    BodyBytes(bytes): BodyBytes,
+    key: Result<PathParams<MessageKey>, ApiError>,
+    body: Result<Body<RequeueBody>, ApiError>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let (key, group) = (|| {
-        let key = message_key(&uri)?;
-        let object = body::parse_object(&bytes, shared.config.json_depth_max)?;
-        Ok::<_, ApiError>((key, body_group(&object, shared)?))
-    })()
-    .map_err(ApiError::unsuccessful)?;
+    let PathParams(key) = key.map_err(ApiError::unsuccessful)?;
+    let Body(body) = body.map_err(ApiError::unsuccessful)?;
     check_scope(shared, &auth, &key)
         .await
         .map_err(ApiError::unsuccessful)?;
     let (body, queue) = shared
         .db
-        .message_requeue(&key.partition_id, &key.transaction_id, group.as_deref())
+        .message_requeue(
+            &key.partition_id.0,
+            &key.transaction_id.0,
+            body.consumer_group.0.as_deref(),
+        )
         .await
         .map_err(|e| ApiError::from(e).unsuccessful())?;
     let (response, outcome) = answer(body)?;
@@ -295,31 +295,40 @@ async fn requeue(
     Ok(response)
 }
 
-async fn dead_letter(
+/// Body of `POST /api/v1/messages/{partitionId}/{transactionId}/dlq`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DeadLetterBody {
+    /// The group whose DLQ takes the message (queue mode when absent)
+    #[serde(default)]
+    consumer_group: Name,
+    /// Why (default: `Moved to DLQ manually`)
+    #[serde(default)]
+    error: FreeText<ERROR_CHARS_MAX>,
+}
+
+impl Contract for DeadLetterBody {}
+
+pub(super) async fn dead_letter(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    BodyBytes(bytes): BodyBytes,
+    key: Result<PathParams<MessageKey>, ApiError>,
+    body: Result<Body<DeadLetterBody>, ApiError>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let (key, group, error) = (|| {
-        let key = message_key(&uri)?;
-        let object = body::parse_object(&bytes, shared.config.json_depth_max)?;
-        let group = body_group(&object, shared)?.unwrap_or_else(|| QUEUE_MODE.to_owned());
-        // Kept, not matched: a NUL becomes U+FFFD and overlong text is cut, as in acks.
-        let error: String = object.opt_string_nul_replaced("error")?.map_or_else(
-            || MANUAL_DLQ_ERROR.to_owned(),
-            |e| e.chars().take(ERROR_CHARS_MAX).collect(),
-        );
-        Ok::<_, ApiError>((key, group, error))
-    })()
-    .map_err(ApiError::unsuccessful)?;
+    let PathParams(key) = key.map_err(ApiError::unsuccessful)?;
+    let Body(body) = body.map_err(ApiError::unsuccessful)?;
+    let group = body
+        .consumer_group
+        .0
+        .unwrap_or_else(|| QUEUE_MODE.to_owned());
+    let error = body.error.0.unwrap_or_else(|| MANUAL_DLQ_ERROR.to_owned());
     check_scope(shared, &auth, &key)
         .await
         .map_err(ApiError::unsuccessful)?;
     let body = shared
         .db
-        .message_dead_letter(&key.partition_id, &key.transaction_id, &group, &error)
+        .message_dead_letter(&key.partition_id.0, &key.transaction_id.0, &group, &error)
         .await
         .map_err(|e| ApiError::from(e).unsuccessful())?;
     answer(body).map(|(response, _)| response)
@@ -328,24 +337,25 @@ async fn dead_letter(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::http::contract::{decode_path, decode_query, Limits};
 
-    fn value(text: Result<String, ApiError>) -> serde_json::Value {
-        serde_json::from_str(&text.expect("valid")).expect("JSON")
+    fn listing(query: &str) -> Result<serde_json::Value, ApiError> {
+        let query: MessagesQuery = decode_query(Some(query), Limits::of(&Config::default()))?;
+        Ok(serde_json::from_str(&messages_query(&query)?).expect("JSON"))
     }
 
     #[test]
     fn listing_filters_are_passed_normalised() {
-        let query = Query::parse(Some(
-            "queue=q&ns=billing&namespace=ignored&consumerGroup=g&status=dead_letter&from=2026-05-10&limit=5",
-        ));
         assert_eq!(
-            value(messages_query(&query, 255)),
-            serde_json::json!({"queue":"q","partition":null,"namespace":"billing","task":null,
+            listing("queue=q&ns=billing&namespace=ignored&consumerGroup=g&status=dead_letter&from=2026-05-10&limit=5")
+                .ok(),
+            Some(serde_json::json!({"queue":"q","partition":null,"namespace":"billing","task":null,
                                "consumerGroup":"g","status":"dead_letter",
                                "from":"2026-05-10T00:00:00.000000Z","to":null,
-                               "limit":5,"offset":0})
+                               "limit":5,"offset":0}))
         );
-        let defaults = value(messages_query(&Query::parse(Some("namespace=n")), 255));
+        let defaults = listing("namespace=n").expect("valid");
         assert_eq!(
             (defaults["namespace"].as_str(), defaults["limit"].as_i64()),
             (Some("n"), Some(200))
@@ -364,31 +374,40 @@ mod tests {
             "consumerGroup=%01",
             "partition=%00",
         ] {
-            assert!(
-                messages_query(&Query::parse(Some(bad)), 255).is_err(),
-                "{bad}"
-            );
+            assert!(listing(bad).is_err(), "{bad}");
         }
+        let long = format!("namespace={}", "n".repeat(256));
+        assert!(listing(&long).is_err());
+        assert!(
+            listing(&format!("ns=a&{long}")).is_ok(),
+            "namespace is read only without ns"
+        );
     }
 
     #[test]
     fn message_paths_are_decoded_and_validated() {
         let p = "01a2024a-e4e0-7688-9587-dea73d51b2c0";
-        let uri: Uri = format!("/api/v1/messages/{p}/a%2Fb%20c/retry")
-            .parse()
-            .expect("uri");
-        let key = message_key(&uri).expect("valid");
+        let template = "/api/v1/messages/{partitionId}/{transactionId}/retry";
+        let limits = Limits::of(&Config::default());
+        let key: MessageKey = decode_path(
+            template,
+            &format!("/api/v1/messages/{p}/a%2Fb%20c/retry"),
+            limits,
+        )
+        .expect("valid");
         assert_eq!(
-            (key.partition_id.as_str(), key.transaction_id.as_str()),
+            (key.partition_id.0.as_str(), key.transaction_id.0.as_str()),
             (p, "a/b c")
         );
         for bad in [
-            "/api/v1/messages/not-a-uuid/t".to_owned(),
-            format!("/api/v1/messages/{p}/a%00b"),
-            format!("/api/v1/messages/{p}/{}", "t".repeat(256)),
+            "/api/v1/messages/not-a-uuid/t/retry".to_owned(),
+            format!("/api/v1/messages/{p}/a%00b/retry"),
+            format!("/api/v1/messages/{p}/{}/retry", "t".repeat(256)),
         ] {
-            let uri: Uri = bad.parse().expect("uri");
-            assert!(message_key(&uri).is_err(), "{bad}");
+            assert!(
+                decode_path::<MessageKey>(template, &bad, limits).is_err(),
+                "{bad}"
+            );
         }
     }
 }

@@ -8,8 +8,6 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
 
 use super::error::json_response;
 use crate::metrics::cluster;
@@ -26,18 +24,12 @@ const CLUSTER_GAUGES_TIMEOUT: Duration = Duration::from_secs(1);
 /// Text exposition format 0.0.4.
 const PROMETHEUS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route(PATH, get(metrics))
-        .route(PROMETHEUS_PATH, get(prometheus))
-}
-
 /// Whether requests to `path` (trailing `/` already dropped) skip the in-flight limit.
 pub(super) fn exempt_from_inflight_limit(path: &str) -> bool {
     path == PATH || path == PROMETHEUS_PATH
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     let shared = state.get();
     let metrics = &shared.metrics;
     let process = ProcessSample::read(metrics.clock_ticks_per_second()).await;
@@ -60,7 +52,7 @@ async fn metrics(State(state): State<AppState>) -> Response {
     json_response(StatusCode::OK, body.to_string())
 }
 
-async fn prometheus(State(state): State<AppState>) -> Response {
+pub(super) async fn prometheus(State(state): State<AppState>) -> Response {
     let shared = state.get();
     let mut body = shared.metrics.render(&gauge_sample(shared));
     body.push_str(&cluster_gauges(shared).await);

@@ -1,5 +1,7 @@
-//! The HTTP API: one module per resource, each handler next to its routes. Handlers parse and
-//! validate, call the engine or the database module, and never hold SQL text.
+//! The HTTP API: one module per resource, each handler next to its request types; the catalogue
+//! declares every route once (path, access level, request types, answers, handler). Handlers take
+//! validated request types (`contract`), call the engine or the database module, and never hold
+//! SQL text.
 
 mod access;
 mod ack;
@@ -9,6 +11,7 @@ mod buffers;
 pub(crate) mod catalog;
 mod configure;
 mod consumer_groups;
+mod contract;
 mod dlq;
 pub(crate) mod error;
 mod health;
@@ -51,27 +54,8 @@ struct OriginalPath(String);
 /// The broker's router: every route of this scope, JSON `404`/`405` for the rest, and on every
 /// response the CORS headers, `X-Request-Id` and the in-flight limit (spec §1.2, §6).
 pub fn app(state: AppState) -> Router {
-    // Every served route goes into `api`: the access guard below covers exactly those routes.
-    let api = Router::new()
-        .merge(health::routes())
-        .merge(openapi::routes())
-        .merge(metrics::routes())
-        .merge(configure::routes())
-        .merge(push::routes())
-        .merge(pop::routes())
-        .merge(ack::routes())
-        .merge(lease::routes())
-        .merge(dlq::routes())
-        .merge(transaction::routes())
-        .merge(consumer_groups::routes())
-        .merge(maintenance::routes())
-        .merge(buffers::routes())
-        .merge(resources::routes())
-        .merge(messages::routes())
-        .merge(traces::routes())
-        .merge(status::routes())
-        .merge(analytics::routes())
-        .merge(streams::routes());
+    // Every served route is a catalogue entry: the access guard below covers exactly those routes.
+    let api = catalog::router();
     // A route layer sees the matched template (its catalogue entry); unknown routes skip it and
     // keep their JSON 404/405. Without authentication there is nothing to check.
     let api = if state.get().auth.is_some() {

@@ -1,7 +1,6 @@
 //! Names of queues, partitions and consumer groups (spec §6), request ids (§1.2) and path
-//! parameters (§2.4).
+//! segments (§2.4).
 
-use axum::http::Uri;
 use percent_encoding::percent_decode_str;
 
 use super::error::ApiError;
@@ -40,37 +39,11 @@ pub(crate) fn request_id(offered: Option<&[u8]>) -> String {
     }
 }
 
-/// Segment `index` of the request path (0 is the first segment after the leading `/`),
-/// percent-decoded as UTF-8 (`+` stays `+`) and validated as a name.
-///
-/// Decoding here instead of in the router lets an invalid parameter be answered with the JSON
-/// error naming its key.
+/// A path segment percent-decoded as UTF-8 (`+` stays `+`).
 ///
 /// # Errors
-/// `400 invalid_parameter` naming `key`.
-pub(crate) fn path_name(
-    uri: &Uri,
-    index: usize,
-    key: &str,
-    chars_max: usize,
-) -> Result<String, ApiError> {
-    let value = path_segment(uri, index, key)?;
-    match name_problem(&value, chars_max) {
-        Some(problem) => Err(ApiError::invalid_parameter(key, format!("{key} {problem}"))),
-        None => Ok(value),
-    }
-}
-
-/// Segment `index` of the request path, percent-decoded as UTF-8.
-///
-/// # Errors
-/// `400 invalid_parameter` naming `key` when the segment is missing or not UTF-8.
-pub(crate) fn path_segment(uri: &Uri, index: usize, key: &str) -> Result<String, ApiError> {
-    let raw = uri
-        .path()
-        .split('/')
-        .nth(index + 1)
-        .ok_or_else(|| ApiError::invalid_parameter(key, format!("{key} is missing")))?;
+/// `400 invalid_parameter` naming `key` when it is not UTF-8.
+pub(crate) fn decode_segment(raw: &str, key: &str) -> Result<String, ApiError> {
     percent_decode_str(raw)
         .decode_utf8()
         .map(|v| v.into_owned())
@@ -116,21 +89,12 @@ mod tests {
     }
 
     #[test]
-    fn path_segments_are_percent_decoded_and_validated() {
-        let uri: Uri = "/api/v1/pop/queue/a%2Fb+c%C3%A9/partition/%FF"
-            .parse()
-            .expect("uri");
+    fn path_segments_are_percent_decoded() {
         assert_eq!(
-            path_name(&uri, 4, "queue", 255).ok().as_deref(),
+            decode_segment("a%2Fb+c%C3%A9", "queue").ok().as_deref(),
             Some("a/b+cé")
         );
-        let bad = format!("{:?}", path_name(&uri, 6, "partition", 255).err());
+        let bad = format!("{:?}", decode_segment("%FF", "partition").err());
         assert!(bad.contains("invalid_parameter") && bad.contains("partition"));
-        let control: Uri = "/api/v1/pop/queue/%01".parse().expect("uri");
-        assert!(path_name(&control, 4, "queue", 255).is_err());
-        let nul: Uri = "/api/v1/pop/queue/a%00b".parse().expect("uri");
-        let nul = format!("{:?}", path_name(&nul, 4, "queue", 255).err());
-        assert!(nul.contains("invalid_parameter") && nul.contains("control characters"));
-        assert!(path_segment(&control, 9, "queue").is_err());
     }
 }

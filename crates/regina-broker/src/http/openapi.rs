@@ -5,19 +5,15 @@ use std::sync::OnceLock;
 
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
-use axum::Router;
 use serde_json::{json, Map, Value};
 
+use schemars::SchemaGenerator;
+
 use super::catalog::{self, schemas, Access, Route};
+use super::contract::schema::{self as request_schema, SchemaFn};
 use super::error::json_response;
-use crate::state::AppState;
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/openapi.json", get(serve))
-}
-
-async fn serve() -> Response {
+pub(super) async fn serve() -> Response {
     static TEXT: OnceLock<String> = OnceLock::new();
     let text = TEXT.get_or_init(|| serde_json::to_string(&document()).unwrap_or_default());
     json_response(StatusCode::OK, text.clone())
@@ -36,13 +32,16 @@ const AUTH_ERRORS: &[u16] = &[401, 403];
 
 /// The OpenAPI document. Objects are maps with sorted keys, so the text is stable.
 pub(crate) fn document() -> Value {
+    let mut generator = request_schema::generator();
     let mut paths = Map::new();
     for route in catalog::routes() {
         let item = paths
             .entry(route.path.to_owned())
             .or_insert_with(|| json!({}));
-        item[route.method.as_str().to_ascii_lowercase()] = operation(route);
+        item[route.method.as_str().to_ascii_lowercase()] = operation(route, &mut generator);
     }
+    let mut components = schemas::components();
+    components.extend(generator.take_definitions(true));
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -58,7 +57,7 @@ pub(crate) fn document() -> Value {
         "tags": tags(),
         "paths": paths,
         "components": {
-            "schemas": schemas::components(),
+            "schemas": components,
             "responses": error_responses(),
             "securitySchemes": {
                 "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
@@ -74,17 +73,39 @@ fn tags() -> Value {
     Value::Array(names.into_iter().map(|n| json!({"name": n})).collect())
 }
 
-fn operation(route: &Route) -> Value {
-    let mut parameters: Vec<Value> = route
-        .path_params()
-        .map(|name| {
-            json!({"name": name, "in": "path", "required": true, "schema": path_schema(name)})
-        })
-        .collect();
-    parameters.extend(route.query.iter().map(|p| {
-        json!({"name": p.name, "in": "query", "required": false, "schema": p.schema,
-               "description": p.description})
-    }));
+/// The parameters of `types` (`in`: `path` or `query`), each with its schema and description,
+/// and the constraints between them.
+fn typed_parameters(
+    types: &[SchemaFn],
+    location: &str,
+    generator: &mut SchemaGenerator,
+) -> (Vec<Value>, Vec<Value>) {
+    let mut out = Vec::new();
+    let mut constraints = Vec::new();
+    for schema_of in types {
+        let (parameters, between) = request_schema::parameters(&schema_of(generator));
+        out.extend(parameters.into_iter().map(|p| {
+            let mut schema = p.schema;
+            let description = schema.as_object_mut().and_then(|o| o.remove("description"));
+            let mut parameter = json!({"name": p.name, "in": location,
+                                       "required": location == "path" || p.required,
+                                       "schema": schema});
+            if let Some(description) = description {
+                parameter["description"] = description;
+            }
+            parameter
+        }));
+        if !between.is_empty() {
+            constraints.push(Value::Object(between));
+        }
+    }
+    (out, constraints)
+}
+
+fn operation(route: &Route, generator: &mut SchemaGenerator) -> Value {
+    let (mut parameters, _) = typed_parameters(&route.path_types, "path", generator);
+    let (query, constraints) = typed_parameters(&route.query_types, "query", generator);
+    parameters.extend(query);
     let mut responses = Map::new();
     for success in &route.success {
         let mut answer = json!({"description": success.description});
@@ -119,21 +140,19 @@ fn operation(route: &Route) -> Value {
     if !parameters.is_empty() {
         op["parameters"] = Value::Array(parameters);
     }
-    if let Some(body) = &route.body {
+    // Rules between query parameters (e.g. `namespace` or `task`), which OpenAPI parameters
+    // cannot state: JSON Schema over the query as an object of its parameters.
+    if !constraints.is_empty() {
+        op["x-regina-query-constraints"] = Value::Array(constraints);
+    }
+    if let Some(body) = route.body {
+        let schema = Value::from(body(generator));
         op["requestBody"] = json!({
             "required": false,
-            "content": {"application/json": {"schema": body}},
+            "content": {"application/json": {"schema": schema}},
         });
     }
     op
-}
-
-fn path_schema(name: &str) -> Value {
-    match name {
-        "partitionId" | "leaseId" => schemas::uuid(),
-        "queue" | "partition" | "group" => schemas::name(),
-        _ => json!({"type": "string", "minLength": 1}),
-    }
 }
 
 /// `get` + `/api/v1/resources/queues/{queue}` → `getResourcesQueuesByQueue`.

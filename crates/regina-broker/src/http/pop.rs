@@ -2,30 +2,29 @@
 
 use std::time::Duration;
 
-use axum::extract::{RawQuery, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode, Uri};
+use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::Router;
-use serde::Serialize;
+use schemars::{JsonSchema, Schema};
+use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::access::Auth;
+use super::contract::params::{
+    Bounded, Label, PartitionPath, PopBatchMax, PopPartitionsMax, PopTimeoutMax, QueryFlag,
+    QueryName, QueuePath, SubscriptionFrom, SubscriptionMode,
+};
+use super::contract::{Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
-use super::names::{name_problem, path_name};
-use super::query::Query;
-use super::timestamp;
-use crate::config::{Config, SubscriptionMode};
+use crate::config::Config;
 use crate::engine::json::to_json;
 use crate::engine::{PopOutcome, PopRequest};
 use crate::state::{AppState, Shared};
 use crate::waiters::WaitKey;
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
-/// Longest `namespace` / `task` selector, characters (spec §6).
-const LABEL_CHARS_MAX: usize = 255;
 /// `wakeAt` comes from the database clock (microseconds); waking a hair late absorbs a small
 /// difference between that clock and this host's, so the retry does not come early.
 const WAKE_MARGIN: Duration = Duration::from_millis(1);
@@ -38,16 +37,6 @@ const FAR_FUTURE: Duration = Duration::from_secs(365 * 86_400);
 const DB_RETRY_DELAY: Duration = Duration::from_secs(1);
 
 const EMPTY_REASON: HeaderName = HeaderName::from_static("x-regina-empty-reason");
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/pop", get(pop_selector))
-        .route("/api/v1/pop/queue/{queue}", get(pop_queue))
-        .route(
-            "/api/v1/pop/queue/{queue}/partition/{partition}",
-            get(pop_partition),
-        )
-}
 
 /// Which queues a pop reads.
 enum Target {
@@ -96,97 +85,164 @@ struct PopParams {
     subscription_from: Option<String>,
 }
 
-/// Positions of the path parameters in `/api/v1/pop/queue/{queue}/partition/{partition}`.
-const QUEUE_SEGMENT: usize = 4;
-const PARTITION_SEGMENT: usize = 6;
-
-async fn pop_queue(
-    State(state): State<AppState>,
-    auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
-) -> Result<Response, ApiError> {
-    let queue = path_name(
-        &uri,
-        QUEUE_SEGMENT,
-        "queue",
-        state.get().config.name_chars_max,
-    )?;
-    auth.check_queue(&queue)?;
-    pop(
-        &state,
-        Target::Queue {
-            queue,
-            partition: None,
-        },
-        raw.as_deref(),
-    )
-    .await
+/// Query of the pops of a queue (`GET /api/v1/pop/queue/{queue}`, and of a namespace or task).
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PopQuery {
+    /// Consumer group (queue mode by default)
+    #[serde(default)]
+    #[schemars(extend("default" = "__QUEUE_MODE__"))]
+    consumer_group: QueryName,
+    /// Most messages in the answer, across claimed partitions (limit POP_BATCH_MAX)
+    #[serde(default)]
+    batch: Bounded<PopBatchMax>,
+    /// Most partitions claimed (limit POP_PARTITIONS_MAX)
+    #[serde(default)]
+    partitions: Bounded<PopPartitionsMax>,
+    /// Long-poll deadline, milliseconds (default DEFAULT_TIMEOUT, limit POP_TIMEOUT_MS_MAX)
+    #[serde(default)]
+    timeout: Bounded<PopTimeoutMax>,
+    /// Long-poll until a message arrives or the timeout
+    #[serde(default)]
+    wait: QueryFlag<false>,
+    /// Settle on delivery (at most once)
+    #[serde(default)]
+    auto_ack: QueryFlag<false>,
+    /// Where a new group starts (default DEFAULT_SUBSCRIPTION_MODE)
+    #[serde(default)]
+    subscription_mode: SubscriptionMode,
+    /// Where a new group starts: `now` or a timestamp
+    #[serde(default)]
+    subscription_from: SubscriptionFrom,
 }
 
-async fn pop_partition(
-    State(state): State<AppState>,
-    auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
-) -> Result<Response, ApiError> {
-    let chars_max = state.get().config.name_chars_max;
-    let queue = path_name(&uri, QUEUE_SEGMENT, "queue", chars_max)?;
-    auth.check_queue(&queue)?;
-    let partition = path_name(&uri, PARTITION_SEGMENT, "partition", chars_max)?;
-    pop(
-        &state,
-        Target::Queue {
-            queue,
-            partition: Some(partition),
-        },
-        raw.as_deref(),
-    )
-    .await
+impl Contract for PopQuery {}
+
+/// Query of the pop of one partition: as [`PopQuery`], without `partitions` (one is claimed).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PartitionPopQuery {
+    /// Consumer group (queue mode by default)
+    #[serde(default)]
+    #[schemars(extend("default" = "__QUEUE_MODE__"))]
+    consumer_group: QueryName,
+    /// Most messages in the answer (default DEFAULT_BATCH_SIZE, limit POP_BATCH_MAX)
+    #[serde(default)]
+    batch: Bounded<PopBatchMax>,
+    /// Long-poll deadline, milliseconds (default DEFAULT_TIMEOUT, limit POP_TIMEOUT_MS_MAX)
+    #[serde(default)]
+    timeout: Bounded<PopTimeoutMax>,
+    /// Long-poll until a message arrives or the timeout
+    #[serde(default)]
+    wait: QueryFlag<false>,
+    /// Settle on delivery (at most once)
+    #[serde(default)]
+    auto_ack: QueryFlag<false>,
+    /// Where a new group starts (default DEFAULT_SUBSCRIPTION_MODE)
+    #[serde(default)]
+    subscription_mode: SubscriptionMode,
+    /// Where a new group starts: `now` or a timestamp
+    #[serde(default)]
+    subscription_from: SubscriptionFrom,
 }
 
-async fn pop_selector(
-    State(state): State<AppState>,
-    auth: Auth,
-    RawQuery(raw): RawQuery,
-) -> Result<Response, ApiError> {
-    let query = Query::parse(raw.as_deref());
-    let label = |key: &str| -> Result<Option<String>, ApiError> {
-        let value = query.string(key)?.map(str::to_owned);
-        if value
-            .as_ref()
-            .is_some_and(|v| v.chars().count() > LABEL_CHARS_MAX)
-        {
+impl Contract for PartitionPopQuery {}
+
+impl From<PartitionPopQuery> for PopQuery {
+    fn from(query: PartitionPopQuery) -> PopQuery {
+        PopQuery {
+            consumer_group: query.consumer_group,
+            batch: query.batch,
+            partitions: Bounded::default(),
+            timeout: query.timeout,
+            wait: query.wait,
+            auto_ack: query.auto_ack,
+            subscription_mode: query.subscription_mode,
+            subscription_from: query.subscription_from,
+        }
+    }
+}
+
+/// The selector of `GET /api/v1/pop` (read before the rest of its query): a namespace, a task
+/// or both.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(transform = namespace_or_task)]
+pub(crate) struct SelectorQuery {
+    /// Queues of this namespace (namespace or task required)
+    #[serde(default)]
+    namespace: Label,
+    /// Queues of this task (namespace or task required)
+    #[serde(default)]
+    task: Label,
+}
+
+impl Contract for SelectorQuery {
+    fn validated(self) -> Result<Self, ApiError> {
+        if self.namespace.0.is_none() && self.task.0.is_none() {
             return Err(ApiError::invalid_parameter(
-                key,
-                format!("{key} must be at most {LABEL_CHARS_MAX} characters"),
+                "namespace",
+                "namespace or task is required",
             ));
         }
-        Ok(value)
-    };
-    let (namespace, task) = (label("namespace")?, label("task")?);
-    if namespace.is_none() && task.is_none() {
-        return Err(ApiError::invalid_parameter(
-            "namespace",
-            "namespace or task is required",
-        ));
+        Ok(self)
     }
-    let scopes = auth.scopes_value().map(<[String]>::to_vec);
-    let target = Target::Selector {
-        namespace,
-        task,
-        scopes,
-    };
-    pop(&state, target, raw.as_deref()).await
 }
 
-async fn pop(
-    state: &AppState,
-    target: Target,
-    raw_query: Option<&str>,
+fn namespace_or_task(schema: &mut Schema) {
+    schema.insert(
+        "anyOf".into(),
+        serde_json::json!([{"required": ["namespace"]}, {"required": ["task"]}]),
+    );
+}
+
+pub(super) async fn pop_queue(
+    State(state): State<AppState>,
+    auth: Auth,
+    PathParams(QueuePath { queue }): PathParams<QueuePath>,
+    query: Result<Params<PopQuery>, ApiError>,
 ) -> Result<Response, ApiError> {
+    auth.check_queue(&queue.0)?;
+    let target = Target::Queue {
+        queue: queue.0,
+        partition: None,
+    };
+    pop(&state, target, query?.0).await
+}
+
+pub(super) async fn pop_partition(
+    State(state): State<AppState>,
+    auth: Auth,
+    PathParams(QueuePath { queue }): PathParams<QueuePath>,
+    partition: Result<PathParams<PartitionPath>, ApiError>,
+    query: Result<Params<PartitionPopQuery>, ApiError>,
+) -> Result<Response, ApiError> {
+    auth.check_queue(&queue.0)?;
+    let PathParams(PartitionPath { partition }) = partition?;
+    let target = Target::Queue {
+        queue: queue.0,
+        partition: Some(partition.0),
+    };
+    pop(&state, target, query?.0.into()).await
+}
+
+pub(super) async fn pop_selector(
+    State(state): State<AppState>,
+    auth: Auth,
+    Params(selector): Params<SelectorQuery>,
+    query: Result<Params<PopQuery>, ApiError>,
+) -> Result<Response, ApiError> {
+    let scopes = auth.scopes_value().map(<[String]>::to_vec);
+    let target = Target::Selector {
+        namespace: selector.namespace.0,
+        task: selector.task.0,
+        scopes,
+    };
+    pop(&state, target, query?.0).await
+}
+
+async fn pop(state: &AppState, target: Target, query: PopQuery) -> Result<Response, ApiError> {
     let shared = state.get();
-    let params = PopParams::parse(&Query::parse(raw_query), target, &shared.config)?;
+    let params = PopParams::new(query, target, &shared.config);
     if shared.failover.maintenance().pop_on() {
         return Ok(params.empty_response("paused", shared.config.pop_empty_status));
     }
@@ -322,47 +378,38 @@ fn delay_until(at: OffsetDateTime) -> Duration {
 }
 
 impl PopParams {
-    fn parse(query: &Query, target: Target, config: &Config) -> Result<PopParams, ApiError> {
-        let group = query
-            .string("consumerGroup")?
-            .unwrap_or(QUEUE_MODE)
-            .to_owned();
-        if let Some(problem) = name_problem(&group, config.name_chars_max) {
-            return Err(ApiError::invalid_parameter(
-                "consumerGroup",
-                format!("consumerGroup {problem}"),
-            ));
-        }
-        let batch = query.integer(
-            "batch",
-            1,
-            config.pop_batch_max.into(),
-            config.default_batch_size.into(),
-        )?;
+    /// The pop `query` asks for, defaults taken from `config`.
+    fn new(query: PopQuery, target: Target, config: &Config) -> PopParams {
         let partitions = match target {
             Target::Queue {
                 partition: Some(_), ..
             } => 1,
-            _ => query.integer("partitions", 1, config.pop_partitions_max.into(), 1)?,
+            _ => query.partitions.0.unwrap_or(1),
         };
         let timeout_max = i64::try_from(config.pop_timeout_ms_max).unwrap_or(i64::MAX);
         let timeout_default = i64::try_from(config.default_timeout_ms)
             .unwrap_or(i64::MAX)
             .min(timeout_max);
-        let timeout_ms = query
-            .integer("timeout", 0, timeout_max, timeout_default)?
-            .unsigned_abs();
-        Ok(PopParams {
+        PopParams {
             target,
-            group,
-            batch,
+            group: query
+                .consumer_group
+                .0
+                .unwrap_or_else(|| QUEUE_MODE.to_owned()),
+            batch: query
+                .batch
+                .0
+                .unwrap_or_else(|| config.default_batch_size.into()),
             partitions,
-            wait: query.boolean("wait", false)?,
-            timeout_ms,
-            auto_ack: query.boolean("autoAck", false)?,
-            subscription_mode: subscription_mode(query, config.default_subscription_mode)?,
-            subscription_from: subscription_from(query)?,
-        })
+            wait: query.wait.0,
+            timeout_ms: query.timeout.0.unwrap_or(timeout_default).unsigned_abs(),
+            auto_ack: query.auto_ack.0,
+            subscription_mode: query
+                .subscription_mode
+                .0
+                .unwrap_or_else(|| config.default_subscription_mode.sql_name()),
+            subscription_from: query.subscription_from.0,
+        }
     }
 
     /// The `regina.pop` element of this request.
@@ -437,34 +484,6 @@ impl PopParams {
         });
         json_response(StatusCode::OK, body.to_string())
     }
-}
-
-/// `subscriptionMode` (spec §3.4, §4.10): `new` and `new-only` start a new group now; every other
-/// present value starts it from the beginning. Queen reads it the same way, and its clients and
-/// documentation send `from_beginning` (see docs/compatibility.md), so no spelling is refused.
-fn subscription_mode(query: &Query, default: SubscriptionMode) -> Result<&'static str, ApiError> {
-    let Some(value) = query.string("subscriptionMode")? else {
-        return Ok(default.sql_name());
-    };
-    Ok(match value.to_ascii_lowercase().as_str() {
-        "new" | "new-only" => "new",
-        _ => "all",
-    })
-}
-
-fn subscription_from(query: &Query) -> Result<Option<String>, ApiError> {
-    let Some(value) = query.string("subscriptionFrom")? else {
-        return Ok(None);
-    };
-    if value.eq_ignore_ascii_case("now") {
-        return Ok(Some("now".to_owned()));
-    }
-    timestamp::normalize(value).map(Some).ok_or_else(|| {
-        ApiError::invalid_parameter(
-            "subscriptionFrom",
-            "subscriptionFrom must be now or an RFC 3339 timestamp",
-        )
-    })
 }
 
 #[cfg(test)]

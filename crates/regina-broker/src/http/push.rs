@@ -5,33 +5,46 @@
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::access::Auth;
-use super::body::{self, BodyBytes};
+use super::body::BodyBytes;
+use super::contract::fields::{Items, PushItemsMax};
+use super::contract::{self, Contract, Limits};
 use super::error::{json_response, ApiError};
-use super::push_items::{self, EntryStatus, PreparedItem, ENCRYPTION_UNAVAILABLE};
+use super::push_items::{self, EntryStatus, ItemBody, PreparedItem, ENCRYPTION_UNAVAILABLE};
 use crate::engine::json::indexed_array;
 use crate::state::{AppState, Shared};
 
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/push", post(push))
+/// Body of `POST /api/v1/push`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct PushBody<'a> {
+    /// The messages, at most PUSH_ITEMS_MAX
+    #[serde(borrow)]
+    pub(super) items: Items<'a, ItemBody<'a>, PushItemsMax>,
 }
 
-async fn push(
+impl Contract for PushBody<'_> {
+    fn missing(key: &str, _field: &str) -> String {
+        format!("{key} array is required")
+    }
+}
+
+pub(super) async fn push(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
     let config = &shared.config;
-    let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let items = object.required_array("items", "items array is required", config.push_items_max)?;
+    let body: PushBody = contract::decode(&bytes, config)?;
+    let items = body.items.elements;
     if items.is_empty() {
         return Ok(json_response(StatusCode::CREATED, "[]".to_owned()));
     }
-    let prepared = push_items::prepare(&items, config.name_chars_max, auth.sub())?;
+    let prepared = push_items::prepare(&items, Limits::of(config), auth.sub())?;
     // A push naming a forbidden queue is refused whole (spec §1.6: only acks and lease
     // extensions report `forbidden` per item).
     if auth.scopes().is_some() {

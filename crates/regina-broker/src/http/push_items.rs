@@ -9,13 +9,14 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
-use super::body::Object;
+use super::contract::fields::{self, Json, Name, RequiredName, Text};
+use super::contract::{Contract, Limits};
 use super::error::ApiError;
-use super::names::name_problem;
 use crate::encryption::Encryption;
 use crate::engine::json::to_json;
 use crate::engine::PushItem;
@@ -43,6 +44,37 @@ pub(crate) struct PreparedItem<'a> {
     pub(crate) payload: &'a str,
 }
 
+/// One pushed item as the client sends it (spec §3.3).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "PushItem")]
+pub(crate) struct ItemBody<'a> {
+    /// The queue (created on first push)
+    queue: RequiredName,
+    /// The partition (default `Default`; created on first push)
+    #[serde(default)]
+    #[schemars(extend("default" = "Default"))]
+    partition: Name,
+    /// Idempotency key, unique per partition (generated when absent)
+    #[serde(default)]
+    transaction_id: Text<TRANSACTION_ID_CHARS_MAX>,
+    /// Correlation id carried with the message
+    #[serde(default)]
+    trace_id: Text<TRACE_ID_CHARS_MAX>,
+    /// The message: any JSON value, stored as sent
+    #[serde(default, borrow)]
+    payload: Json<'a>,
+}
+
+impl Contract for ItemBody<'_> {
+    fn missing(key: &str, _field: &str) -> String {
+        match key {
+            "queue" => "Queue must be a string".to_owned(),
+            _ => format!("{key} is required"),
+        }
+    }
+}
+
 /// Validates every item and fixes its ids (a `messageId` each, a `transactionId` where none was
 /// sent); every item carries `producer_sub`, the verified token's `sub` (spec §1.6), whatever the
 /// client sent.
@@ -51,10 +83,10 @@ pub(crate) struct PreparedItem<'a> {
 /// `400 validation_failed` naming the first bad item's index and field.
 pub(crate) fn prepare<'a>(
     items: &[&'a RawValue],
-    name_chars_max: usize,
+    limits: Limits,
     producer_sub: Option<&str>,
 ) -> Result<Vec<PreparedItem<'a>>, ApiError> {
-    prepare_at(items, "items", 0, name_chars_max, producer_sub)
+    prepare_at(items, "items", 0, limits, producer_sub)
 }
 
 /// [`prepare`] for items found at `path` of a larger body (a transaction's push operation):
@@ -66,48 +98,38 @@ pub(crate) fn prepare_at<'a>(
     items: &[&'a RawValue],
     path: &str,
     first_index: usize,
-    name_chars_max: usize,
+    limits: Limits,
     producer_sub: Option<&str>,
 ) -> Result<Vec<PreparedItem<'a>>, ApiError> {
     items
         .iter()
         .enumerate()
-        .map(|(index, raw)| {
-            let prefix = format!("{path}[{index}].");
-            let item = Object::from_raw(raw, prefix, Some(first_index + index))?;
-            prepare_item(&item, name_chars_max, producer_sub)
+        .map(|(position, raw)| {
+            let item: ItemBody<'a> =
+                fields::element(raw, path, position, first_index + position, limits)?;
+            Ok(prepared(item, producer_sub))
         })
         .collect()
 }
 
-fn prepare_item<'a>(
-    item: &Object<'a>,
-    name_chars_max: usize,
-    producer_sub: Option<&str>,
-) -> Result<PreparedItem<'a>, ApiError> {
-    let queue = item.required_string("queue", "Queue must be a string")?;
-    if let Some(problem) = name_problem(&queue, name_chars_max) {
-        return Err(item.error("queue", format!("queue {problem}")));
-    }
-    let partition = item
-        .opt_string("partition")?
-        .unwrap_or_else(|| DEFAULT_PARTITION.to_owned());
-    if let Some(problem) = name_problem(&partition, name_chars_max) {
-        return Err(item.error("partition", format!("partition {problem}")));
-    }
-    let transaction_id = item.opt_string_max("transactionId", TRANSACTION_ID_CHARS_MAX)?;
-    let trace_id = item.opt_string_max("traceId", TRACE_ID_CHARS_MAX)?;
-    Ok(PreparedItem {
-        queue,
-        partition,
+fn prepared<'a>(item: ItemBody<'a>, producer_sub: Option<&str>) -> PreparedItem<'a> {
+    PreparedItem {
+        queue: item.queue.0,
+        partition: item
+            .partition
+            .0
+            .unwrap_or_else(|| DEFAULT_PARTITION.to_owned()),
         // Identity first (spec §4.14): ids are fixed before the first database attempt.
-        transaction_id: transaction_id.unwrap_or_else(|| Uuid::now_v7().to_string()),
+        transaction_id: item
+            .transaction_id
+            .0
+            .unwrap_or_else(|| Uuid::now_v7().to_string()),
         message_id: Uuid::now_v7(),
-        trace_id,
+        trace_id: item.trace_id.0,
         producer_sub: producer_sub.map(str::to_owned),
         // Passed through untouched: the database stores the payload text as sent.
-        payload: item.raw("payload").map_or("null", |p| p.get()),
-    })
+        payload: item.payload.0.map_or("null", RawValue::get),
+    }
 }
 
 /// One `i_items` element of `regina.push`.

@@ -1,10 +1,8 @@
-//! Query strings parsed by hand exactly as spec §2.4 says: split on `&`, keys matched exactly after
+//! Query strings read exactly as spec §2.4 says: split on `&`, keys matched exactly after
 //! percent-decoding, `+` is a space, the first occurrence wins, an empty value means "default",
-//! unknown keys are ignored.
+//! unknown keys are ignored. The parameter types of `contract::params` read their values here.
 
 use percent_encoding::percent_decode;
-
-use super::error::ApiError;
 
 /// A parsed query string.
 #[derive(Debug, Default)]
@@ -40,65 +38,16 @@ impl Query {
     /// `text`, which cannot hold U+0000, so a NUL is refused here.
     ///
     /// # Errors
-    /// `400 invalid_parameter` when the value is not valid UTF-8 or contains U+0000.
-    pub(crate) fn string(&self, key: &str) -> Result<Option<&str>, ApiError> {
+    /// The problem, as text after the key: `is not valid UTF-8`, `must not contain NUL
+    /// characters`.
+    pub(crate) fn text(&self, key: &str) -> Result<Option<&str>, &'static str> {
         match self.pairs.iter().find(|(k, _)| k == key) {
             None => Ok(None),
-            Some((_, None)) => Err(ApiError::invalid_parameter(
-                key,
-                format!("{key} is not valid UTF-8"),
-            )),
+            Some((_, None)) => Err("is not valid UTF-8"),
             Some((_, Some(v))) if v.is_empty() => Ok(None),
-            Some((_, Some(v))) if v.contains('\0') => Err(ApiError::invalid_parameter(
-                key,
-                format!("{key} must not contain NUL characters"),
-            )),
+            Some((_, Some(v))) if v.contains('\0') => Err("must not contain NUL characters"),
             Some((_, Some(v))) => Ok(Some(v.as_str())),
         }
-    }
-
-    /// A boolean: `true/1/yes/on` or `false/0/no/off`, any case; `default` when absent or empty.
-    ///
-    /// # Errors
-    /// `400 invalid_parameter` naming the key for any other value.
-    pub(crate) fn boolean(&self, key: &str, default: bool) -> Result<bool, ApiError> {
-        let Some(value) = self.string(key)? else {
-            return Ok(default);
-        };
-        parse_bool(value).ok_or_else(|| {
-            ApiError::invalid_parameter(
-                key,
-                format!("{key} must be a boolean (true/false), got {value:?}"),
-            )
-        })
-    }
-
-    /// An integer (optional sign, decimal digits) in `min..=max`; `default` when absent or empty.
-    ///
-    /// # Errors
-    /// `400 invalid_parameter` naming the key for anything else or a value out of range.
-    pub(crate) fn integer(
-        &self,
-        key: &str,
-        min: i64,
-        max: i64,
-        default: i64,
-    ) -> Result<i64, ApiError> {
-        let Some(value) = self.string(key)? else {
-            return Ok(default);
-        };
-        let out_of_range = || {
-            ApiError::invalid_parameter(
-                key,
-                format!("{key} must be an integer from {min} to {max}"),
-            )
-            .limit(max.max(0) as u64)
-        };
-        let parsed = parse_int(value).ok_or_else(out_of_range)?;
-        if parsed < min || parsed > max {
-            return Err(out_of_range());
-        }
-        Ok(parsed)
     }
 }
 
@@ -112,7 +61,7 @@ pub(crate) fn parse_bool(value: &str) -> Option<bool> {
 }
 
 /// Optional `+`/`-` followed by decimal digits only.
-fn parse_int(value: &str) -> Option<i64> {
+pub(crate) fn parse_int(value: &str) -> Option<i64> {
     let digits = value.strip_prefix(['+', '-']).unwrap_or(value);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -127,22 +76,22 @@ mod tests {
     #[test]
     fn keys_match_exactly_and_the_first_wins() {
         let query = Query::parse(Some("xbatch=9&batch=5&batch=7&Batch=3"));
-        assert_eq!(query.integer("batch", 1, 100, 1).ok(), Some(5));
+        assert_eq!(query.text("batch"), Ok(Some("5")));
     }
 
     #[test]
     fn values_are_percent_and_plus_decoded() {
         let query = Query::parse(Some("consumerGroup=a+b%2Bc%C3%A9&k%65y=v"));
-        assert_eq!(query.string("consumerGroup").ok().flatten(), Some("a b+cé"));
-        assert_eq!(query.string("key").ok().flatten(), Some("v"));
+        assert_eq!(query.text("consumerGroup"), Ok(Some("a b+cé")));
+        assert_eq!(query.text("key"), Ok(Some("v")));
     }
 
     #[test]
-    fn empty_values_mean_default() {
+    fn empty_values_are_absent() {
         let query = Query::parse(Some("batch=&wait&timeout="));
-        assert_eq!(query.integer("batch", 1, 10, 4).ok(), Some(4));
-        assert_eq!(query.boolean("wait", false).ok(), Some(false));
-        assert_eq!(query.string("timeout").ok(), Some(None));
+        assert_eq!(query.text("batch"), Ok(None));
+        assert_eq!(query.text("wait"), Ok(None));
+        assert_eq!(query.text("timeout"), Ok(None));
     }
 
     #[test]
@@ -154,45 +103,31 @@ mod tests {
             ("1", true),
             ("off", false),
             ("0", false),
+            ("False", false),
         ] {
-            let query = Query::parse(Some(&format!("wait={text}")));
-            assert_eq!(query.boolean("wait", !value).ok(), Some(value), "{text}");
+            assert_eq!(parse_bool(text), Some(value), "{text}");
         }
-        let bad = Query::parse(Some("wait=maybe"))
-            .boolean("wait", false)
-            .err();
-        assert!(
-            format!("{bad:?}").contains("invalid_parameter") && format!("{bad:?}").contains("wait")
-        );
+        assert_eq!(parse_bool("maybe"), None);
     }
 
     #[test]
     fn integers_take_a_sign_and_digits_only() {
-        let query = Query::parse(Some("a=%2B5&b=-3&c=1.0&d=0x10&e=99999999999999999999&f=12"));
-        assert_eq!(query.integer("a", -10, 10, 0).ok(), Some(5));
-        assert_eq!(query.integer("b", -10, 10, 0).ok(), Some(-3));
-        assert!(query.integer("c", -10, 10, 0).is_err());
-        assert!(query.integer("d", -10, 100, 0).is_err());
-        assert!(query.integer("e", 0, i64::MAX, 0).is_err());
-        assert!(query.integer("f", 0, 10, 0).is_err());
+        assert_eq!(parse_int("+5"), Some(5));
+        assert_eq!(parse_int("-3"), Some(-3));
+        for bad in ["1.0", "0x10", "99999999999999999999", "", "+", " 1"] {
+            assert_eq!(parse_int(bad), None, "{bad}");
+        }
     }
 
     #[test]
-    fn invalid_utf8_is_an_invalid_parameter() {
-        let query = Query::parse(Some("queue=%FF"));
-        assert!(query.string("queue").is_err());
-    }
-
-    #[test]
-    fn nul_characters_are_an_invalid_parameter() {
-        let error = Query::parse(Some("namespace=a%00b"))
-            .string("namespace")
-            .err();
-        let error = format!("{error:?}");
-        assert!(
-            error.contains("invalid_parameter")
-                && error.contains("namespace must not contain NUL characters"),
-            "{error}"
+    fn invalid_utf8_and_nul_are_refused() {
+        assert_eq!(
+            Query::parse(Some("queue=%FF")).text("queue"),
+            Err("is not valid UTF-8")
+        );
+        assert_eq!(
+            Query::parse(Some("namespace=a%00b")).text("namespace"),
+            Err("must not contain NUL characters")
         );
     }
 }

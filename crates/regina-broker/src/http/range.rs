@@ -1,10 +1,13 @@
 //! The time range of the status and analytics feeds (spec §3.12): `from` and `to` as timestamps
 //! (§1.5), the last hour by default, at most 31 days long, and the bucket size that range gets.
 
+use schemars::JsonSchema;
+use serde::Deserialize;
 use time::{Duration, OffsetDateTime};
 
+use super::contract::params::RangeBound;
+use super::contract::Contract;
 use super::error::ApiError;
-use super::query::Query;
 use super::timestamp;
 
 /// Longest range a feed covers, days (spec §3.12).
@@ -28,16 +31,40 @@ pub(super) struct TimeRange {
     pub(super) to: OffsetDateTime,
 }
 
-impl TimeRange {
-    /// `from` and `to` of `query`; a missing `to` is `now`, a missing `from` is an hour before
-    /// `to`.
+/// `from` and `to` of a feed (`to` is read first): a missing `to` is now, a missing `from` an
+/// hour before `to`; `from` not after `to`, at most 31 days apart.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct RangeQuery {
+    /// End of the range (default now)
+    #[serde(default)]
+    to: RangeBound,
+    /// Start of the range (default an hour before `to`; at most 31 days before it)
+    #[serde(default)]
+    from: RangeBound,
+}
+
+/// The range's checks need the instant of the request: [`RangeQuery::at`] makes them, before
+/// the parameters read after the range.
+impl Contract for RangeQuery {}
+
+impl RangeQuery {
+    /// The range, now being `now`.
     ///
     /// # Errors
-    /// `400 invalid_parameter` for a value that is not a timestamp, `from` after `to`, or a
-    /// range longer than 31 days.
-    pub(super) fn parse(query: &Query, now: OffsetDateTime) -> Result<TimeRange, ApiError> {
-        let to = instant(query, "to")?.unwrap_or(now);
-        let from = instant(query, "from")?.unwrap_or(to - RANGE_DEFAULT);
+    /// See [`TimeRange::of`].
+    pub(super) fn at(&self, now: OffsetDateTime) -> Result<TimeRange, ApiError> {
+        TimeRange::of(self, now)
+    }
+}
+
+impl TimeRange {
+    /// The range of `query`; a missing `to` is `now`, a missing `from` is an hour before `to`.
+    ///
+    /// # Errors
+    /// `400 invalid_parameter` for `from` after `to`, or a range longer than 31 days.
+    pub(super) fn of(query: &RangeQuery, now: OffsetDateTime) -> Result<TimeRange, ApiError> {
+        let to = query.to.0.unwrap_or(now);
+        let from = query.from.0.unwrap_or(to - RANGE_DEFAULT);
         if from > to {
             return Err(ApiError::invalid_parameter(
                 "from",
@@ -75,29 +102,19 @@ impl TimeRange {
     }
 }
 
-fn instant(query: &Query, key: &str) -> Result<Option<OffsetDateTime>, ApiError> {
-    let Some(text) = query.string(key)? else {
-        return Ok(None);
-    };
-    timestamp::instant(text).map(Some).ok_or_else(|| {
-        ApiError::invalid_parameter(
-            key,
-            format!("{key} must be an RFC 3339 timestamp or a date (YYYY-MM-DD)"),
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::http::contract::{decode_query, Limits};
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-05-10 12:00:00 UTC);
 
     fn range(query: &str) -> Result<TimeRange, ApiError> {
-        TimeRange::parse(&Query::parse(Some(query)), NOW)
+        let query: RangeQuery = decode_query(Some(query), Limits::of(&Config::default()))?;
+        query.at(NOW)
     }
-
     #[test]
     fn the_last_hour_by_default() {
         let r = range("").expect("valid");

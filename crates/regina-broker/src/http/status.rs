@@ -2,53 +2,32 @@
 //! stats tables the leader refreshes every `STATS_INTERVAL_MS` (sql/functions/91_status.sql);
 //! `POST /api/v1/stats/refresh` runs a pass now, on a session of its own.
 
-use axum::extract::{RawQuery, State};
-use axum::http::{HeaderName, HeaderValue, StatusCode, Uri};
+use axum::extract::State;
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::Router;
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use time::OffsetDateTime;
 
 use super::access::Auth;
+use super::contract::params::{
+    Choice, Offset, Page, PageLimit, QueryName, QueryText, QueuePath, Words,
+};
+use super::contract::{Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
-use super::query::Query;
-use super::range::TimeRange;
-use super::resources::{query_name, query_offset, query_text, queue_page, LABEL_CHARS_MAX};
+use super::range::{RangeQuery, TimeRange};
+use super::resources::{queue_page, LABEL_CHARS_MAX};
 use crate::db::stats::{self, Refresh};
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
-/// `limit` of the status queue listing: default and maximum.
-const QUEUES_LIMIT_DEFAULT: i64 = 100;
-const QUEUES_LIMIT_MAX: i64 = 10_000;
-/// `limit` of one queue's partition page: default and maximum.
-const PARTITIONS_LIMIT_DEFAULT: i64 = 1_000;
-const PARTITIONS_LIMIT_MAX: i64 = 10_000;
-/// `limit` of one queue's message page: default and maximum (spec §3.12).
-const MESSAGES_LIMIT_DEFAULT: i64 = 50;
-const MESSAGES_LIMIT_MAX: i64 = 1_000;
-/// Position of `{queue}` in `/api/v1/status/queues/{queue}[/messages]`.
-const QUEUE_SEGMENT: usize = 4;
 /// An instance counts as a current worker while it wrote its metrics history within this many
 /// intervals of `STATS_INTERVAL_MS` (its write period), and at least this many seconds.
 const WORKER_SEEN_INTERVALS: u64 = 3;
 const WORKER_SEEN_SECONDS_MIN: u64 = 60;
-/// The bucket sizes of `/api/v1/status/analytics`.
-const ANALYTICS_INTERVALS: [&str; 4] = ["hour", "day", "week", "month"];
 
 const TOTAL_COUNT: HeaderName = HeaderName::from_static("x-total-count");
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/status", get(status))
-        .route("/api/v1/status/queues", get(queues))
-        .route("/api/v1/status/queues/{queue}", get(queue))
-        .route("/api/v1/status/queues/{queue}/messages", get(messages))
-        .route("/api/v1/status/analytics", get(analytics))
-        .route("/api/v1/stats/refresh", post(refresh))
-}
 
 /// The query of the status feeds, as the SQL functions take it.
 #[derive(Serialize, Default)]
@@ -73,107 +52,126 @@ struct SqlStatusQuery<'a> {
     worker_seen_seconds: Option<u64>,
 }
 
-/// The range and the `queue`, `namespace`, `task` selectors of a status feed.
-fn selected<'a>(
-    query: &'a Query,
-    name_chars_max: usize,
-    now: OffsetDateTime,
-) -> Result<SqlStatusQuery<'a>, ApiError> {
-    let range = TimeRange::parse(query, now)?;
-    Ok(SqlStatusQuery {
-        from: range.start_text(),
-        to: range.end_text(),
-        bucket_seconds: range.bucket_seconds(),
-        queue: query_name(query, "queue", name_chars_max)?,
-        namespace: query_text(query, "namespace", LABEL_CHARS_MAX)?,
-        task: query_text(query, "task", LABEL_CHARS_MAX)?,
-        ..SqlStatusQuery::default()
-    })
+impl SqlStatusQuery<'_> {
+    fn over(range: TimeRange) -> Self {
+        SqlStatusQuery {
+            from: range.start_text(),
+            to: range.end_text(),
+            bucket_seconds: range.bucket_seconds(),
+            ..SqlStatusQuery::default()
+        }
+    }
 }
 
-async fn status(
+/// The `queue`, `namespace`, `task` selectors of a status feed (after its range).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct Scope {
+    /// Only this queue
+    #[serde(default)]
+    queue: QueryName,
+    /// Only this namespace
+    #[serde(default)]
+    namespace: QueryText<LABEL_CHARS_MAX>,
+    /// Only this task
+    #[serde(default)]
+    task: QueryText<LABEL_CHARS_MAX>,
+}
+
+impl Contract for Scope {}
+
+impl Scope {
+    fn select<'a>(&'a self, query: SqlStatusQuery<'a>) -> SqlStatusQuery<'a> {
+        SqlStatusQuery {
+            queue: self.queue.0.as_deref(),
+            namespace: self.namespace.0.as_deref(),
+            task: self.task.0.as_deref(),
+            ..query
+        }
+    }
+}
+
+pub(super) async fn status(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(range): Params<RangeQuery>,
+    scope: Result<Params<Scope>, ApiError>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    let query = Query::parse(raw.as_deref());
+    let range = range.at(OffsetDateTime::now_utc())?;
+    let Params(scope) = scope?;
     let seen = (shared.config.stats_interval_ms / 1_000 * WORKER_SEEN_INTERVALS)
         .max(WORKER_SEEN_SECONDS_MIN);
     let request = SqlStatusQuery {
         worker_seen_seconds: Some(seen),
-        ..selected(
-            &query,
-            shared.config.name_chars_max,
-            OffsetDateTime::now_utc(),
-        )?
+        ..scope.select(SqlStatusQuery::over(range))
     };
     let body = shared.db.status(&auth.scoped(to_json(&request))).await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
-fn queues_query(query: &Query, now: OffsetDateTime) -> Result<String, ApiError> {
-    let range = TimeRange::parse(query, now)?;
-    Ok(to_json(&SqlStatusQuery {
-        from: range.start_text(),
-        to: range.end_text(),
-        bucket_seconds: range.bucket_seconds(),
-        namespace: query_text(query, "namespace", LABEL_CHARS_MAX)?,
-        task: query_text(query, "task", LABEL_CHARS_MAX)?,
-        limit: Some(query.integer("limit", 1, QUEUES_LIMIT_MAX, QUEUES_LIMIT_DEFAULT)?),
-        offset: Some(query_offset(query)?),
-        ..SqlStatusQuery::default()
-    }))
+/// Query of `GET /api/v1/status/queues` (after its range).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct QueuesQuery {
+    /// Only this namespace
+    #[serde(default)]
+    namespace: QueryText<LABEL_CHARS_MAX>,
+    /// Only this task
+    #[serde(default)]
+    task: QueryText<LABEL_CHARS_MAX>,
+    /// Page size
+    #[serde(default)]
+    limit: PageLimit<100, 10_000>,
+    /// Rows skipped before the page
+    #[serde(default)]
+    offset: Offset,
 }
 
-async fn queues(
+impl Contract for QueuesQuery {}
+
+fn queues_query(range: TimeRange, query: &QueuesQuery) -> String {
+    to_json(&SqlStatusQuery {
+        namespace: query.namespace.0.as_deref(),
+        task: query.task.0.as_deref(),
+        limit: Some(query.limit.0),
+        offset: Some(query.offset.0),
+        ..SqlStatusQuery::over(range)
+    })
+}
+
+pub(super) async fn queues(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(range): Params<RangeQuery>,
+    query: Result<Params<QueuesQuery>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let shared = state.get();
-    let request = queues_query(&Query::parse(raw.as_deref()), OffsetDateTime::now_utc())?;
-    let body = shared.db.status_queues(&auth.scoped(request)).await?;
+    let range = range.at(OffsetDateTime::now_utc())?;
+    let Params(query) = query?;
+    let request = queues_query(range, &query);
+    let body = state.get().db.status_queues(&auth.scoped(request)).await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn queue(
+pub(super) async fn queue(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
+    PathParams(path): PathParams<QueuePath>,
+    page: Result<Params<Page<1_000, 10_000>>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let shared = state.get();
-    let request = queue_page(
-        &auth,
-        &uri,
-        QUEUE_SEGMENT,
-        raw.as_deref(),
-        shared.config.name_chars_max,
-        (PARTITIONS_LIMIT_DEFAULT, PARTITIONS_LIMIT_MAX),
-    )?;
-    match shared.db.status_queue(&request).await? {
+    let request = queue_page(&auth, &path.queue.0, page)?;
+    match state.get().db.status_queue(&request).await? {
         Some(body) => Ok(json_response(StatusCode::OK, body)),
         None => Err(ApiError::queue_not_found()),
     }
 }
 
-async fn messages(
+pub(super) async fn messages(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
+    PathParams(path): PathParams<QueuePath>,
+    page: Result<Params<Page<50, 1_000>>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let shared = state.get();
-    let request = queue_page(
-        &auth,
-        &uri,
-        QUEUE_SEGMENT,
-        raw.as_deref(),
-        shared.config.name_chars_max,
-        (MESSAGES_LIMIT_DEFAULT, MESSAGES_LIMIT_MAX),
-    )?;
-    let Some((total, body)) = shared.db.status_queue_messages(&request).await? else {
+    let request = queue_page(&auth, &path.queue.0, page)?;
+    let Some((total, body)) = state.get().db.status_queue_messages(&request).await? else {
         return Err(ApiError::queue_not_found());
     };
     let mut response = json_response(StatusCode::OK, body);
@@ -183,46 +181,51 @@ async fn messages(
     Ok(response)
 }
 
-fn analytics_query(
-    query: &Query,
-    name_chars_max: usize,
-    now: OffsetDateTime,
-) -> Result<String, ApiError> {
-    let interval = match query.string("interval")? {
-        None => "hour",
-        Some(value) => ANALYTICS_INTERVALS
-            .into_iter()
-            .find(|i| *i == value)
-            .ok_or_else(|| {
-                ApiError::invalid_parameter(
-                    "interval",
-                    format!("interval must be one of hour, day, week, month, got {value:?}"),
-                )
-            })?,
-    };
-    Ok(to_json(&SqlStatusQuery {
-        interval: Some(interval),
-        ..selected(query, name_chars_max, now)?
-    }))
+/// The bucket sizes of `/api/v1/status/analytics`.
+#[derive(Debug)]
+pub(crate) struct Interval;
+
+impl Words for Interval {
+    const VALUES: &'static [&'static str] = &["hour", "day", "week", "month"];
+    const DEFAULT: Option<&'static str> = Some("hour");
+    fn refusal(value: &str) -> String {
+        format!("must be one of hour, day, week, month, got {value:?}")
+    }
 }
 
-async fn analytics(
+/// Query of `GET /api/v1/status/analytics` (read before its range and scope).
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct AnalyticsQuery {
+    /// Bucket size
+    #[serde(default)]
+    interval: Choice<Interval>,
+}
+
+impl Contract for AnalyticsQuery {}
+
+pub(super) async fn analytics(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(query): Params<AnalyticsQuery>,
+    Params(range): Params<RangeQuery>,
+    scope: Result<Params<Scope>, ApiError>,
 ) -> Result<Response, ApiError> {
-    let shared = state.get();
-    let request = analytics_query(
-        &Query::parse(raw.as_deref()),
-        shared.config.name_chars_max,
-        OffsetDateTime::now_utc(),
-    )?;
-    let body = shared.db.status_analytics(&auth.scoped(request)).await?;
+    let range = range.at(OffsetDateTime::now_utc())?;
+    let Params(scope) = scope?;
+    let request = SqlStatusQuery {
+        interval: query.interval.0,
+        ..scope.select(SqlStatusQuery::over(range))
+    };
+    let body = state
+        .get()
+        .db
+        .status_analytics(&auth.scoped(to_json(&request)))
+        .await?;
     Ok(json_response(StatusCode::OK, body))
 }
 
 /// `POST /api/v1/stats/refresh`: a pass now, on a session of its own, unless one runs anywhere.
-async fn refresh(State(state): State<AppState>) -> Result<Response, ApiError> {
+pub(super) async fn refresh(State(state): State<AppState>) -> Result<Response, ApiError> {
     let shared = state.get();
     let client = shared.stats_session.connect().await?;
     let outcome = stats::refresh(
@@ -244,49 +247,51 @@ async fn refresh(State(state): State<AppState>) -> Result<Response, ApiError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Config;
+    use crate::http::contract::{decode_query, Limits};
     use time::macros::datetime;
 
     const NOW: OffsetDateTime = datetime!(2026-05-10 12:00:00 UTC);
 
-    fn value(text: Result<String, ApiError>) -> serde_json::Value {
-        serde_json::from_str(&text.expect("valid")).expect("JSON")
+    fn parsed<T: Contract + serde::de::DeserializeOwned>(query: &str) -> Result<T, ApiError> {
+        decode_query(Some(query), Limits::of(&Config::default()))
+    }
+
+    fn listing(query: &str) -> Result<serde_json::Value, ApiError> {
+        let range = parsed::<RangeQuery>(query)?.at(NOW)?;
+        let request = queues_query(range, &parsed(query)?);
+        Ok(serde_json::from_str(&request).expect("JSON"))
     }
 
     #[test]
     fn status_queue_listing_passes_its_range_page_and_filters() {
-        let query = Query::parse(Some(
-            "from=2026-05-10T11:30:00Z&namespace=billing&limit=5&offset=10&queue=ignored",
-        ));
         assert_eq!(
-            value(queues_query(&query, NOW)),
-            json!({"from": "2026-05-10T11:30:00.000000Z", "to": "2026-05-10T12:00:00.000000Z",
+            listing("from=2026-05-10T11:30:00Z&namespace=billing&limit=5&offset=10&queue=ignored")
+                .ok(),
+            Some(
+                json!({"from": "2026-05-10T11:30:00.000000Z", "to": "2026-05-10T12:00:00.000000Z",
                    "bucketSeconds": 60, "namespace": "billing", "limit": 5, "offset": 10})
+            )
         );
-        assert_eq!(value(queues_query(&Query::parse(None), NOW))["limit"], 100);
+        assert_eq!(listing("").expect("valid")["limit"], 100);
         for bad in ["limit=0", "limit=10001", "offset=-1", "from=x"] {
-            assert!(
-                queues_query(&Query::parse(Some(bad)), NOW).is_err(),
-                "{bad}"
-            );
+            assert!(listing(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn analytics_interval_defaults_to_hour_and_accepts_four_values() {
-        let defaults = value(analytics_query(&Query::parse(None), 255, NOW));
-        assert_eq!(defaults["interval"], "hour");
-        for interval in ANALYTICS_INTERVALS {
-            let query = Query::parse(Some(&format!("interval={interval}")));
-            assert_eq!(
-                value(analytics_query(&query, 255, NOW))["interval"],
-                interval
-            );
+        assert_eq!(
+            parsed::<AnalyticsQuery>("").expect("valid").interval.0,
+            Some("hour")
+        );
+        for interval in Interval::VALUES {
+            let query = parsed::<AnalyticsQuery>(&format!("interval={interval}"));
+            assert_eq!(query.expect("valid").interval.0, Some(*interval));
         }
-        for bad in ["interval=minute", "interval=Hour", "queue=%01"] {
-            assert!(
-                analytics_query(&Query::parse(Some(bad)), 255, NOW).is_err(),
-                "{bad}"
-            );
+        for bad in ["interval=minute", "interval=Hour"] {
+            assert!(parsed::<AnalyticsQuery>(bad).is_err(), "{bad}");
         }
+        assert!(parsed::<Scope>("queue=%01").is_err());
     }
 }

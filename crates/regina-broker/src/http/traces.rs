@@ -2,23 +2,23 @@
 //! message, by trace name, and as the list of names. Recording keeps `success` on failure (spec
 //! §1.3). Events are deleted with their message (sql/functions/90_traces.sql).
 
-use axum::extract::{RawQuery, State};
-use axum::http::{StatusCode, Uri};
+use axum::extract::State;
+use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::Router;
-use serde::{Deserialize, Serialize};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::access::Auth;
-use super::body::{self, BodyBytes, Object};
+use super::body::BodyBytes;
+use super::contract::fields::{Name, RequiredText, Text, UuidText};
+use super::contract::params::{Page, PathKey};
+use super::contract::{self, fail, Contract, Failure, Limits, Params, PathParams, Problem};
 use super::error::{json_response, ApiError};
-use super::messages::message_key;
-use super::names::{name_problem, path_segment};
-use super::query::Query;
-use super::resources::{query_offset, LABEL_CHARS_MAX};
+use super::messages::MessageKey;
+use super::resources::LABEL_CHARS_MAX;
 use crate::config::Config;
 use crate::encryption::Encryption;
 use crate::engine::json::to_json;
@@ -33,40 +33,8 @@ const TRACE_NAME_CHARS_MAX: usize = 128;
 /// Longest `transactionId`, characters (spec §6).
 const TRANSACTION_ID_CHARS_MAX: usize = 255;
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
-/// `limit` of the by-name listing and of the names listing: defaults and maximum (§3.11).
-const BY_NAME_LIMIT_DEFAULT: i64 = 100;
-const NAMES_LIMIT_DEFAULT: i64 = 50;
-const LIMIT_MAX: i64 = 1_000;
-/// Position of `{traceName}` in `/api/v1/traces/by-name/{traceName}`.
-const TRACE_NAME_SEGMENT: usize = 4;
 /// The member the SQL layer puts beside a sealed `message_payload`.
 const SEALED_MARK: &str = "\"payloadKeyId\"";
-
-/// The routes of traces. A literal segment beats a parameter (spec §2.4): the router tries
-/// `by-name` before `{partitionId}`, and `names` is a route of its own.
-pub(super) fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/traces", post(record))
-        .route("/api/v1/traces/names", get(names))
-        .route("/api/v1/traces/by-name/{traceName}", get(by_name))
-        .route(
-            "/api/v1/traces/{partitionId}/{transactionId}",
-            get(by_message),
-        )
-}
-
-/// The `regina.trace_record` request: every field validated, defaults applied, the id given.
-#[derive(Debug, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-struct SqlTraceRecord {
-    id: Uuid,
-    partition_id: String,
-    transaction_id: String,
-    event_type: String,
-    consumer_group: String,
-    worker_id: Option<String>,
-    trace_names: Vec<String>,
-}
 
 /// `traceNames` as sent: one name or a list.
 #[derive(Deserialize)]
@@ -76,49 +44,62 @@ enum NamesField {
     Many(Vec<Value>),
 }
 
-/// The names of an event: a string (`""` is none), an array of strings, or absent/`null`.
-///
-/// # Errors
-/// `400 validation_failed` for another type, more than 32 names, or a name that is empty,
-/// longer than 128 characters or holds U+0000.
-fn trace_names(object: &Object<'_>) -> Result<Vec<String>, ApiError> {
-    let Some(raw) = object.raw("traceNames").filter(|r| !body::is_null(r)) else {
+/// The names of an event: a string (`""` is none), an array of strings, or absent/`null`; at
+/// most 32 names of 1 to 128 characters without U+0000.
+#[derive(Debug, Default)]
+pub(crate) struct TraceNames(Vec<String>);
+
+impl<'de> Deserialize<'de> for TraceNames {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Option::<&RawValue>::deserialize(deserializer)?;
+        trace_names(raw.filter(|r| r.get().trim() != "null"))
+            .map(TraceNames)
+            .map_err(fail)
+    }
+}
+
+fn trace_names(raw: Option<&RawValue>) -> Result<Vec<String>, Failure> {
+    let Some(raw) = raw else {
         return Ok(Vec::new());
     };
     let elements = match serde_json::from_str::<NamesField>(raw.get()) {
         Ok(NamesField::One(name)) if name.is_empty() => return Ok(Vec::new()),
-        Ok(NamesField::One(name)) => vec![(String::from("traceNames"), Value::String(name))],
+        Ok(NamesField::One(name)) => vec![(String::new(), Value::String(name))],
         Ok(NamesField::Many(list)) if list.len() > TRACE_NAMES_MAX => {
-            let message = format!("traceNames must hold at most {TRACE_NAMES_MAX} names");
-            return Err(object
-                .error("traceNames", message)
-                .limit(TRACE_NAMES_MAX as u64));
+            let message = format!("must hold at most {TRACE_NAMES_MAX} names");
+            return Err(Failure::keyed(message).limit(TRACE_NAMES_MAX as u64));
         }
         Ok(NamesField::Many(list)) => list
             .into_iter()
             .enumerate()
-            .map(|(i, v)| (format!("traceNames[{i}]"), v))
+            .map(|(i, v)| (format!("[{i}]"), v))
             .collect(),
         Err(_) => {
-            let message = "traceNames must be a string, an array of strings or null";
-            return Err(object.error("traceNames", message));
+            return Err(Failure::keyed(
+                "must be a string, an array of strings or null",
+            ))
         }
     };
     elements
         .into_iter()
-        .map(|(field, value)| match value {
+        .map(|(suffix, value)| match value {
             Value::String(name)
                 if (1..=TRACE_NAME_CHARS_MAX).contains(&name.chars().count())
                     && !name.contains('\0') =>
             {
                 Ok(name)
             }
-            _ => {
-                let message = format!(
-                    "{field} must be a string of 1 to {TRACE_NAME_CHARS_MAX} characters without NUL"
-                );
-                Err(object.error(&field, message))
-            }
+            _ => Err(Failure {
+                problem: Problem::Element {
+                    message: format!(
+                        "traceNames{suffix} must be a string of 1 to {TRACE_NAME_CHARS_MAX} \
+                         characters without NUL"
+                    ),
+                    suffix,
+                    index: None,
+                },
+                limit: None,
+            }),
         })
         .collect()
 }
@@ -146,21 +127,107 @@ fn compact(json: &str) -> String {
     out
 }
 
-/// The event's `data`: any JSON value but `null`, at most `bytes_max` bytes once compact.
-///
-/// # Errors
-/// `400 validation_failed` when absent, `null` or larger (with `limit`).
-fn trace_data(object: &Object<'_>, bytes_max: usize) -> Result<String, ApiError> {
-    let raw = object
-        .raw("data")
-        .filter(|r| !body::is_null(r))
-        .ok_or_else(|| object.error("data", "data is required (any JSON value but null)"))?;
-    let data = compact(raw.get());
-    if data.len() > bytes_max {
-        let message = format!("data must be at most {bytes_max} bytes of JSON");
-        return Err(object.error("data", message).limit(bytes_max as u64));
+/// The event's `data`: any JSON value but `null`, at most `TRACE_DATA_BYTES_MAX` bytes once
+/// compact.
+#[derive(Debug, Default)]
+pub(crate) struct TraceData(String);
+
+impl<'de> Deserialize<'de> for TraceData {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Option::<&RawValue>::deserialize(deserializer)?
+            .filter(|r| r.get().trim() != "null")
+            .ok_or_else(|| fail(Failure::missing()))?;
+        let data = compact(raw.get());
+        let bytes_max = Limits::current().trace_data_bytes_max;
+        if data.len() > bytes_max {
+            let message = format!("must be at most {bytes_max} bytes of JSON");
+            return Err(fail(Failure::keyed(message).limit(bytes_max as u64)));
+        }
+        Ok(TraceData(data))
     }
-    Ok(data)
+}
+
+impl JsonSchema for TraceData {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TraceData".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "not": {"type": "null"},
+            "description": format!("Any JSON value but null, at most TRACE_DATA_BYTES_MAX \
+                                    (default {}) bytes without insignificant whitespace",
+                                   crate::config::defaults::TRACE_DATA_BYTES_MAX),
+        })
+    }
+}
+
+impl JsonSchema for TraceNames {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TraceNames".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let name = serde_json::json!({"type": "string", "minLength": 1,
+                                      "maxLength": TRACE_NAME_CHARS_MAX,
+                                      "pattern": "^[^\\u0000]*$"});
+        schemars::json_schema!({"anyOf": [
+            {"type": "null"},
+            {"const": ""},
+            name,
+            {"type": "array", "items": name, "maxItems": TRACE_NAMES_MAX},
+        ]})
+    }
+}
+
+/// Body of `POST /api/v1/traces`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TraceBody {
+    /// The message's transactionId
+    transaction_id: RequiredText<TRANSACTION_ID_CHARS_MAX>,
+    /// The message's partition
+    partition_id: UuidText,
+    /// What happened
+    data: TraceData,
+    /// The group processing the message (queue mode when absent)
+    #[serde(default)]
+    consumer_group: Name,
+    /// The event's type (default `info`)
+    #[serde(default)]
+    event_type: Text<EVENT_TYPE_CHARS_MAX>,
+    /// Who recorded it
+    #[serde(default)]
+    worker_id: Text<LABEL_CHARS_MAX>,
+    /// Names to find the event by: one, or a list
+    #[serde(default)]
+    trace_names: TraceNames,
+}
+
+impl Contract for TraceBody {
+    fn missing(key: &str, _field: &str) -> String {
+        match key {
+            "data" => "data is required (any JSON value but null)".to_owned(),
+            _ => format!("{key} is required"),
+        }
+    }
+}
+
+/// The `regina.trace_record` request: every field validated, defaults applied, the id given.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+struct SqlTraceRecord {
+    id: Uuid,
+    partition_id: String,
+    transaction_id: String,
+    event_type: String,
+    consumer_group: String,
+    worker_id: Option<String>,
+    trace_names: Vec<String>,
 }
 
 /// Validates a `POST /api/v1/traces` body: the `regina.trace_record` request and the data.
@@ -168,37 +235,23 @@ fn trace_data(object: &Object<'_>, bytes_max: usize) -> Result<String, ApiError>
 /// # Errors
 /// `400 invalid_json` / `validation_failed` naming the field (spec §2.4, §3.11).
 fn trace_request(bytes: &[u8], config: &Config) -> Result<(SqlTraceRecord, String), ApiError> {
-    let object = body::parse_object(bytes, config.json_depth_max)?;
-    let transaction_id = object.required_string("transactionId", "transactionId is required")?;
-    if transaction_id.chars().count() > TRANSACTION_ID_CHARS_MAX {
-        let message =
-            format!("transactionId must be at most {TRANSACTION_ID_CHARS_MAX} characters");
-        return Err(object.error("transactionId", message));
-    }
-    let partition_id = object.required_string("partitionId", "partitionId is required")?;
-    if Uuid::parse_str(&partition_id).is_err() {
-        return Err(object.error("partitionId", "partitionId must be a UUID"));
-    }
-    let data = trace_data(&object, config.trace_data_bytes_max)?;
-    let consumer_group = object.opt_string("consumerGroup")?;
-    if let Some(problem) = consumer_group
-        .as_deref()
-        .and_then(|g| name_problem(g, config.name_chars_max))
-    {
-        return Err(object.error("consumerGroup", format!("consumerGroup {problem}")));
-    }
+    let body: TraceBody = contract::decode(bytes, config)?;
     let request = SqlTraceRecord {
         id: Uuid::now_v7(),
-        partition_id,
-        transaction_id,
-        event_type: object
-            .opt_string_max("eventType", EVENT_TYPE_CHARS_MAX)?
+        partition_id: body.partition_id.0,
+        transaction_id: body.transaction_id.0,
+        event_type: body
+            .event_type
+            .0
             .unwrap_or_else(|| EVENT_TYPE_DEFAULT.to_owned()),
-        consumer_group: consumer_group.unwrap_or_else(|| QUEUE_MODE.to_owned()),
-        worker_id: object.opt_string_max("workerId", LABEL_CHARS_MAX)?,
-        trace_names: trace_names(&object)?,
+        consumer_group: body
+            .consumer_group
+            .0
+            .unwrap_or_else(|| QUEUE_MODE.to_owned()),
+        worker_id: body.worker_id.0,
+        trace_names: body.trace_names.0,
     };
-    Ok((request, data))
+    Ok((request, body.data.0))
 }
 
 /// What `regina.trace_record` answers: the code of a failure.
@@ -207,7 +260,7 @@ struct Outcome {
     code: Option<String>,
 }
 
-async fn record(
+pub(super) async fn record(
     State(state): State<AppState>,
     auth: Auth,
     BodyBytes(bytes): BodyBytes,
@@ -237,15 +290,14 @@ struct SqlMessageQuery<'a> {
     transaction_id: &'a str,
 }
 
-async fn by_message(
+pub(super) async fn by_message(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
+    PathParams(key): PathParams<MessageKey>,
 ) -> Result<Response, ApiError> {
-    let key = message_key(&uri)?;
     let query = auth.scoped(to_json(&SqlMessageQuery {
-        partition_id: &key.partition_id,
-        transaction_id: &key.transaction_id,
+        partition_id: &key.partition_id.0,
+        transaction_id: &key.transaction_id.0,
     }));
     let body = state.get().db.traces_by_message(&query).await?;
     Ok(json_response(StatusCode::OK, body))
@@ -253,51 +305,34 @@ async fn by_message(
 
 /// The `regina.traces_by_name` / `regina.trace_names_list` query (`name` only for the former).
 #[derive(Debug, Serialize, PartialEq)]
-struct SqlPageQuery {
+struct SqlPageQuery<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
-    name: Option<String>,
+    name: Option<&'a str>,
     limit: i64,
     offset: i64,
 }
 
-/// The trace name a by-name path names, validated like a name in a body.
-///
-/// # Errors
-/// `400 invalid_parameter` naming `traceName`.
-fn path_trace_name(uri: &Uri) -> Result<String, ApiError> {
-    let name = path_segment(uri, TRACE_NAME_SEGMENT, "traceName")?;
-    if !(1..=TRACE_NAME_CHARS_MAX).contains(&name.chars().count()) || name.contains('\0') {
-        let message =
-            format!("traceName must be 1 to {TRACE_NAME_CHARS_MAX} characters without NUL");
-        return Err(ApiError::invalid_parameter("traceName", message));
-    }
-    Ok(name)
+/// Path of `GET /api/v1/traces/by-name/{traceName}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TraceNamePath {
+    /// The trace name
+    trace_name: PathKey<TRACE_NAME_CHARS_MAX>,
 }
 
-fn page_query(
-    query: &Query,
-    name: Option<String>,
-    limit_default: i64,
-) -> Result<SqlPageQuery, ApiError> {
-    Ok(SqlPageQuery {
-        name,
-        limit: query.integer("limit", 1, LIMIT_MAX, limit_default)?,
-        offset: query_offset(query)?,
-    })
-}
+impl Contract for TraceNamePath {}
 
-async fn by_name(
+pub(super) async fn by_name(
     State(state): State<AppState>,
     auth: Auth,
-    uri: Uri,
-    RawQuery(raw): RawQuery,
+    PathParams(path): PathParams<TraceNamePath>,
+    Params(page): Params<Page<100, 1_000>>,
 ) -> Result<Response, ApiError> {
-    let name = path_trace_name(&uri)?;
-    let request = page_query(
-        &Query::parse(raw.as_deref()),
-        Some(name),
-        BY_NAME_LIMIT_DEFAULT,
-    )?;
+    let request = SqlPageQuery {
+        name: Some(&path.trace_name.0),
+        limit: page.limit.0,
+        offset: page.offset.0,
+    };
     let shared = state.get();
     let body = shared
         .db
@@ -307,16 +342,15 @@ async fn by_name(
     Ok(json_response(StatusCode::OK, body))
 }
 
-async fn names(
+pub(super) async fn names(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(page): Params<Page<50, 1_000>>,
 ) -> Result<Response, ApiError> {
-    let request = page_query(&Query::parse(raw.as_deref()), None, NAMES_LIMIT_DEFAULT)?;
     let body = state
         .get()
         .db
-        .trace_names_list(&auth.scoped(to_json(&request)))
+        .trace_names_list(&auth.scoped(to_json(&page)))
         .await?;
     Ok(json_response(StatusCode::OK, body))
 }

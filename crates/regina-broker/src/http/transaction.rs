@@ -8,28 +8,25 @@ use std::collections::BTreeSet;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::Router;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::access::Auth;
-use super::ack;
-use super::body::{self, BodyBytes, Object};
+use super::ack::{self, AckItem};
+use super::body::{BodyBytes, Object};
+use super::contract::fields::{Items, Json, OperationsMax, Text};
+use super::contract::{self, Contract, Limits};
 use super::error::{json_response, ApiError};
-use super::push_items::{self, PreparedItem};
+use super::push_items::{self, ItemBody, PreparedItem};
 use crate::config::Config;
 use crate::db::DbError;
 use crate::encryption::Encryption;
 use crate::engine::json::{indexed_array, to_json};
 use crate::engine::{push_arrays, TransactionRequest};
 use crate::state::{AppState, Shared};
-
-pub(super) fn routes() -> Router<AppState> {
-    Router::new().route("/api/v1/transaction", post(transaction))
-}
 
 /// A refused transaction: why, and the outcomes computed up to the failing operation.
 struct Failure {
@@ -46,7 +43,7 @@ impl From<ApiError> for Failure {
     }
 }
 
-async fn transaction(
+pub(super) async fn transaction(
     State(state): State<AppState>,
     auth: Auth,
     body: Result<BodyBytes, ApiError>,
@@ -78,12 +75,8 @@ async fn run(
     let BodyBytes(bytes) = body?;
     let shared = state.get();
     let config = &shared.config;
-    let object = body::parse_object(&bytes, config.json_depth_max)?;
-    let operations = object.required_array(
-        "operations",
-        "operations array required",
-        config.transaction_operations_max,
-    )?;
+    let body: TransactionBody = contract::decode(&bytes, config)?;
+    let operations = body.operations.elements;
     if operations.is_empty() {
         return Err(ApiError::validation("operations array cannot be empty")
             .field("operations")
@@ -169,6 +162,98 @@ async fn check_scopes(
     Ok(())
 }
 
+/// Body of `POST /api/v1/transaction`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TransactionBody<'a> {
+    /// Ack operations and push operations (at least one); their acks plus pushed items at most
+    /// TRANSACTION_OPERATIONS_MAX
+    #[serde(borrow)]
+    #[schemars(length(min = 1))]
+    operations: Items<'a, OperationBody<'a>, OperationsMax>,
+    /// Accepted and ignored: each ack checks its own lease (docs/compatibility.md)
+    #[serde(default, borrow)]
+    #[allow(dead_code)] // accepted, not used
+    required_leases: Json<'a>,
+}
+
+impl Contract for TransactionBody<'_> {
+    fn missing(key: &str, _field: &str) -> String {
+        format!("{key} array required")
+    }
+}
+
+/// An operation's `type`, read first.
+#[derive(Debug, Deserialize)]
+struct OperationKind {
+    #[serde(default, rename = "type")]
+    kind: Text,
+}
+
+impl Contract for OperationKind {}
+
+/// A push operation: `{type: "push", items}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct PushOperation<'a> {
+    /// `push`
+    #[serde(default, rename = "type")]
+    #[schemars(with = "PushTag")]
+    #[allow(dead_code)] // read as `OperationKind` first; here for the schema
+    kind: Text,
+    /// The items pushed
+    #[serde(borrow)]
+    items: Items<'a, ItemBody<'a>, OperationsMax>,
+}
+
+impl Contract for PushOperation<'_> {
+    fn missing(key: &str, _field: &str) -> String {
+        format!("{key} array is required")
+    }
+}
+
+/// The tag of a push operation (schema only).
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(dead_code)]
+enum PushTag {
+    #[serde(rename = "push")]
+    Push,
+}
+
+/// The tag of an ack operation (schema only).
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[allow(dead_code)]
+enum AckTag {
+    #[serde(rename = "ack")]
+    Ack,
+}
+
+/// An ack operation: `{type: "ack"}` and the members of an ack (schema only).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct AckOperation {
+    #[serde(rename = "type")]
+    kind: AckTag,
+    #[serde(flatten)]
+    ack: AckItem,
+}
+
+/// One operation of a transaction (schema only: each is decoded by its `type`).
+#[derive(Debug)]
+pub(crate) struct OperationBody<'a>(std::marker::PhantomData<&'a ()>);
+
+impl JsonSchema for OperationBody<'_> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "TransactionOperation".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let push = generator.subschema_for::<PushOperation<'static>>();
+        let ack = generator.subschema_for::<AckOperation>();
+        schemars::json_schema!({"oneOf": [push, ack]})
+    }
+}
+
 /// One validated operation.
 enum Operation<'a> {
     /// A `regina.ack` element, and the partition id it names.
@@ -185,30 +270,26 @@ fn parse_operations<'a>(
     producer_sub: Option<&str>,
 ) -> Result<Vec<Operation<'a>>, ApiError> {
     let limit = config.transaction_operations_max;
+    let limits = Limits::of(config);
     let mut count = 0usize;
     let mut out = Vec::with_capacity(operations.len());
     for (position, raw) in operations.iter().enumerate() {
         let op = Object::from_raw(raw, format!("operations[{position}]."), Some(count))?;
-        match op.opt_string("type")?.as_deref() {
+        let kind: OperationKind = op.decode(limits)?;
+        match kind.kind.0.as_deref() {
             Some("ack") => {
                 let mut ack = String::new();
-                let key = ack::write_item(&mut ack, &op, None, config.name_chars_max)?;
+                let key = ack::write_item(&mut ack, op.decode::<AckItem>(limits)?, None);
                 out.push(Operation::Ack(ack, key.partition_id));
                 count += 1;
             }
             Some("push") => {
-                let items = op.required_array("items", "items array is required", limit)?;
+                let items = op.decode::<PushOperation>(limits)?.items.elements;
                 if count + items.len() > limit {
                     return Err(too_many(limit));
                 }
                 let path = format!("operations[{position}].items");
-                let prepared = push_items::prepare_at(
-                    &items,
-                    &path,
-                    count,
-                    config.name_chars_max,
-                    producer_sub,
-                )?;
+                let prepared = push_items::prepare_at(&items, &path, count, limits, producer_sub)?;
                 count += prepared.len();
                 out.push(Operation::Push(prepared));
             }
@@ -325,11 +406,9 @@ mod tests {
             transaction_operations_max: limit,
             ..Config::default()
         };
-        let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
-        let operations = object
-            .opt_array("operations")
-            .map_err(|e| format!("{e:?}"))?
-            .unwrap_or_default();
+        let body: TransactionBody =
+            contract::decode(body.as_bytes(), &config).map_err(|e| format!("{e:?}"))?;
+        let operations = body.operations.elements;
         let encryption = Encryption::from_config(&config).map_err(|e| format!("{e:?}"))?;
         parse_operations(&operations, &config, None)
             .map(|ops| render_request(&ops, &encryption))

@@ -6,6 +6,7 @@
 
 mod jwt;
 mod support;
+mod target;
 
 mod ack;
 mod ack_effects;
@@ -21,6 +22,7 @@ mod compat;
 mod concurrency;
 mod configure;
 mod consumer_groups;
+mod contract;
 mod encryption;
 mod health;
 mod http_edges;

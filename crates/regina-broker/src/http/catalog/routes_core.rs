@@ -4,11 +4,18 @@
 use serde_json::{json, Value};
 
 use super::schemas::{
-    any, array, boolean, integer, map_of, name, named, nullable, number, object, object_req,
-    string, time, uuid,
+    any, array, boolean, integer, map_of, named, nullable, number, object, string, time, uuid,
 };
-use super::{flag, instant, int, text, Access, Param, Route};
-use crate::config::defaults;
+use super::{Access, Route};
+use crate::http::ack::{AckBatchBody, AckItem};
+use crate::http::configure::ConfigureBody;
+use crate::http::contract::params::{PartitionPath, QueuePath};
+use crate::http::lease::{ExtendBody, LeasePath};
+use crate::http::pop::{PartitionPopQuery, PopQuery, SelectorQuery};
+use crate::http::push::PushBody;
+use crate::http::transaction::TransactionBody;
+use crate::http::{ack, configure, health, lease, metrics, openapi, pop, push, transaction};
+use axum::routing::{get, post};
 
 const HEALTH: &str = "health";
 const QUEUES: &str = "queues";
@@ -25,13 +32,16 @@ fn health_routes() -> Vec<Route> {
     vec![
         Route::get("/health", Access::Public, HEALTH)
             .summary("Whether this instance can reach PostgreSQL")
+            .to(get(health::health))
             .ok(200, "Healthy", health())
             .errors(&[503]),
         Route::get("/metrics", Access::Public, HEALTH)
             .summary("This instance's counters as JSON")
+            .to(get(metrics::metrics))
             .ok(200, "Counters of this instance", metrics()),
         Route::get("/metrics/prometheus", Access::Public, HEALTH)
             .summary("Metrics in the Prometheus text format 0.0.4")
+            .to(get(metrics::prometheus))
             .ok_as(
                 200,
                 "Prometheus exposition",
@@ -39,6 +49,7 @@ fn health_routes() -> Vec<Route> {
             ),
         Route::get("/api/openapi.json", Access::Public, HEALTH)
             .summary("This OpenAPI document")
+            .to(get(openapi::serve))
             .ok(200, "OpenAPI 3.1 document", json!({"type": "object"})),
     ]
 }
@@ -47,23 +58,14 @@ fn produce_routes() -> Vec<Route> {
     vec![
         Route::post("/api/v1/configure", Access::ReadWrite, QUEUES)
             .summary("Create a queue or change its configuration (options merge)")
-            .body(object_req(
-                &[
-                    ("queue", name()),
-                    ("namespace", nullable(string())),
-                    ("task", nullable(string())),
-                    ("options", named("QueueOptions")),
-                ],
-                &["queue"],
-            ))
+            .to(post(configure::configure))
+            .body::<ConfigureBody<'static>>()
             .ok(200, "Configuration changed", configured())
             .ok(201, "Queue created", configured()),
         Route::post("/api/v1/push", Access::ReadWrite, MESSAGING)
             .summary("Push messages; per-item outcomes in input order")
-            .body(object_req(
-                &[("items", array(named("PushItem")))],
-                &["items"],
-            ))
+            .to(post(push::push))
+            .body::<PushBody<'static>>()
             .ok(
                 201,
                 "Every item queued, duplicate or buffered",
@@ -81,7 +83,9 @@ fn consume_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/pop/queue/{queue}", Access::ReadWrite, MESSAGING)
             .summary("Claim partitions of a queue and receive messages")
-            .query(pop_params(false))
+            .to(get(pop::pop_queue))
+            .path::<QueuePath>()
+            .query::<PopQuery>()
             .ok(200, "Messages delivered", pop_body())
             .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
         Route::get(
@@ -90,27 +94,28 @@ fn consume_routes() -> Vec<Route> {
             MESSAGING,
         )
         .summary("Claim one partition and receive messages")
-        .query(pop_params(false))
+        .to(get(pop::pop_partition))
+        .path::<QueuePath>()
+        .path::<PartitionPath>()
+        .query::<PartitionPopQuery>()
         .ok(200, "Messages delivered", pop_body())
         .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
         Route::get("/api/v1/pop", Access::ReadWrite, MESSAGING)
             .summary("Pop across the queues of a namespace and/or task, in priority order")
-            .query(pop_params(true))
+            .to(get(pop::pop_selector))
+            .query::<SelectorQuery>()
+            .query::<PopQuery>()
             .ok(200, "Messages delivered", pop_body())
             .ok_as(204, "Nothing delivered (X-Regina-Empty-Reason)", None),
         Route::post("/api/v1/ack", Access::ReadWrite, MESSAGING)
             .summary("Acknowledge one message")
-            .body(named("Ack"))
+            .to(post(ack::ack))
+            .body::<AckItem>()
             .ok(200, "The outcome, in-band", array(named("AckResult"))),
         Route::post("/api/v1/ack/batch", Access::ReadWrite, MESSAGING)
             .summary("Acknowledge many messages")
-            .body(object_req(
-                &[
-                    ("acknowledgments", array(named("Ack"))),
-                    ("consumerGroup", nullable(name())),
-                ],
-                &["acknowledgments"],
-            ))
+            .to(post(ack::ack_batch))
+            .body::<AckBatchBody<'static>>()
             .ok(
                 200,
                 "Outcomes in input order, in-band",
@@ -122,10 +127,9 @@ fn consume_routes() -> Vec<Route> {
             MESSAGING,
         )
         .summary("Extend every partition lease held by a pop's lease")
-        .body(object(&[(
-            "seconds",
-            json!({"type": "integer", "minimum": 1, "maximum": 86_400}),
-        )]))
+        .to(post(lease::extend))
+        .path::<LeasePath>()
+        .body::<ExtendBody>()
         .ok(
             200,
             "The outcome, in-band: a one-entry array; a request without a body gets the entry \
@@ -134,13 +138,8 @@ fn consume_routes() -> Vec<Route> {
         ),
         Route::post("/api/v1/transaction", Access::ReadWrite, MESSAGING)
             .summary("Pushes and acks committed together or not at all")
-            .body(object_req(
-                &[
-                    ("operations", array(operation())),
-                    ("requiredLeases", any()),
-                ],
-                &["operations"],
-            ))
+            .to(post(transaction::transaction))
+            .body::<TransactionBody<'static>>()
             .ok(200, "Committed", transaction_body())
             .errors(&[404, 409, 429]),
     ]
@@ -209,66 +208,6 @@ fn push_results() -> Value {
     array(named("PushResult"))
 }
 
-fn pop_params(selector: bool) -> Vec<Param> {
-    let mut params = vec![
-        int(
-            "batch",
-            1,
-            Some(i64::from(defaults::POP_BATCH_MAX)),
-            Some(i64::from(defaults::DEFAULT_BATCH_SIZE)),
-            "Most messages in the answer, across all claimed partitions (limit POP_BATCH_MAX)",
-        ),
-        int(
-            "partitions",
-            1,
-            Some(i64::from(defaults::POP_PARTITIONS_MAX)),
-            Some(1),
-            "Most partitions claimed (limit POP_PARTITIONS_MAX)",
-        ),
-        flag(
-            "wait",
-            false,
-            "Long-poll until a message arrives or the timeout",
-        ),
-        int(
-            "timeout",
-            0,
-            Some(defaults::POP_TIMEOUT_MS_MAX as i64),
-            Some(defaults::DEFAULT_TIMEOUT_MS as i64),
-            "Long-poll deadline, milliseconds (limit POP_TIMEOUT_MS_MAX)",
-        ),
-        Param {
-            name: "consumerGroup",
-            schema: json!({"type": "string", "minLength": 1, "maxLength": 255,
-                           "default": "__QUEUE_MODE__"}),
-            description: "Consumer group (queue mode by default)",
-        },
-        flag("autoAck", false, "Settle on delivery (at most once)"),
-        Param {
-            name: "subscriptionMode",
-            schema: json!({"type": "string",
-                           "examples": ["all", "new", "new-only", "from_beginning"]}),
-            description: "Where a new group starts: `new` or `new-only` from now, any other \
-                          value from the beginning (default DEFAULT_SUBSCRIPTION_MODE)",
-        },
-        instant(
-            "subscriptionFrom",
-            "Where a new group starts: `now` or a timestamp",
-        ),
-    ];
-    if selector {
-        params.push(text(
-            "namespace",
-            "Queues of this namespace (namespace or task required)",
-        ));
-        params.push(text(
-            "task",
-            "Queues of this task (namespace or task required)",
-        ));
-    }
-    params
-}
-
 fn pop_body() -> Value {
     object(&[
         ("success", boolean()),
@@ -292,24 +231,6 @@ fn lease_result() -> Value {
         ("expiresAt", nullable(time())),
         ("newExpiresAt", nullable(time())),
     ])
-}
-
-fn operation() -> Value {
-    json!({"oneOf": [
-        object_req(&[
-            ("type", json!({"const": "push"})),
-            ("items", array(named("PushItem"))),
-        ], &["type", "items"]),
-        object_req(&[
-            ("type", json!({"const": "ack"})),
-            ("transactionId", string()),
-            ("partitionId", uuid()),
-            ("status", string()),
-            ("consumerGroup", nullable(name())),
-            ("leaseId", nullable(string())),
-            ("error", nullable(string())),
-        ], &["type", "transactionId", "partitionId"]),
-    ]})
 }
 
 fn transaction_body() -> Value {

@@ -4,9 +4,19 @@ use serde_json::{json, Value};
 
 use super::schemas::{
     any, array, boolean, counts, integer, map_of, name, named, nullable, number, object,
-    object_req, pagination, string, time, uuid,
+    pagination, string, time, uuid,
 };
-use super::{choice, flag, int, paging, param_name, range, text, Access, Param, Route};
+use super::{Access, Route};
+use crate::http::consumer_groups::{
+    DeleteQuery, DetailQuery, GroupPath, GroupQueuePath, LaggingQuery, PartitionSeekBody, SeekBody,
+    SubscriptionBody,
+};
+use crate::http::contract::params::{Page, PartitionPath, QueuePath};
+use crate::http::dlq::DlqQuery;
+use crate::http::messages::{DeadLetterBody, MessageKey, MessagesQuery, RequeueBody};
+use crate::http::resources::{ClearQuery, PartitionsQuery, QueuesQuery};
+use crate::http::{consumer_groups, dlq, messages, resources};
+use axum::routing::{delete, get, post};
 
 const RESOURCES: &str = "resources";
 const MESSAGES: &str = "messages";
@@ -28,46 +38,49 @@ fn queue_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/resources/overview", Access::ReadOnly, RESOURCES)
             .summary("Counts, lag and throughput over every queue")
+            .to(get(resources::overview))
             .ok(200, "Overview", overview()),
         Route::get("/api/v1/resources/queues", Access::ReadOnly, RESOURCES)
             .summary("Queues, by name")
-            .query(queue_filters())
+            .to(get(resources::queues))
+            .query::<QueuesQuery>()
             .ok(200, "A page of queues", queue_page()),
         Route::get(queue, Access::ReadOnly, RESOURCES)
             .summary("One queue with its options and partitions")
-            .query(paging(1_000, 10_000))
+            .to(get(resources::queue))
+            .path::<QueuePath>()
+            .query::<Page<1_000, 10_000>>()
             .ok(200, "The queue", queue_detail())
             .errors(&[404]),
         Route::delete(queue, Access::Admin, RESOURCES)
             .summary("Delete a queue with everything in it (idempotent)")
+            .to(delete(resources::queue_delete))
+            .path::<QueuePath>()
             .ok(200, "Deleted", queue_deleted()),
         Route::delete("/api/v1/queues/{queue}/clear", Access::Admin, RESOURCES)
             .summary("Empty a queue but keep its configuration, partitions and groups")
-            .query(vec![text(
-                "partition",
-                "Not supported: present, the request is refused (400) and nothing is deleted",
-            )])
+            .to(delete(resources::queue_clear))
+            .query::<ClearQuery>()
+            .path::<QueuePath>()
             .ok(200, "Cleared", queue_cleared())
             .errors(&[404]),
     ]
 }
 
 fn listing_routes() -> Vec<Route> {
-    let mut partition_filters = vec![
-        param_name("queue", "Only partitions of this queue"),
-        text("search", "Substring of the partition name"),
-    ];
-    partition_filters.extend(paging(100, 10_000));
     vec![
         Route::get("/api/v1/resources/namespaces", Access::ReadOnly, RESOURCES)
             .summary("Queues grouped by namespace")
+            .to(get(resources::namespaces))
             .ok(200, "Namespaces", label_rows("namespace", "namespaces")),
         Route::get("/api/v1/resources/tasks", Access::ReadOnly, RESOURCES)
             .summary("Queues grouped by task")
+            .to(get(resources::tasks))
             .ok(200, "Tasks", label_rows("task", "tasks")),
         Route::get("/api/v1/resources/partitions", Access::ReadOnly, RESOURCES)
             .summary("Partitions, by queue then name")
-            .query(partition_filters)
+            .to(get(resources::partitions))
+            .query::<PartitionsQuery>()
             .ok(200, "A page of partitions", partition_page()),
     ]
 }
@@ -76,14 +89,19 @@ fn message_routes() -> Vec<Route> {
     vec![
         Route::get("/api/v1/messages", Access::ReadOnly, MESSAGES)
             .summary("Messages, newest first, without payloads")
-            .query(message_filters())
+            .to(get(messages::list))
+            .query::<MessagesQuery>()
             .ok(200, "A page of messages", message_page()),
         Route::get(MESSAGE, Access::ReadOnly, MESSAGES)
             .summary("One message with its payload and per-group state")
+            .to(get(messages::detail))
+            .path::<MessageKey>()
             .ok(200, "The message", map_of(any()))
             .errors(&[404]),
         Route::delete(MESSAGE, Access::ReadWrite, MESSAGES)
             .summary("Delete a message; every group skips it")
+            .to(delete(messages::remove))
+            .path::<MessageKey>()
             .ok(200, "Deleted", message_changed())
             .errors(&[404, 409]),
         Route::post(
@@ -92,7 +110,9 @@ fn message_routes() -> Vec<Route> {
             MESSAGES,
         )
         .summary("Requeue a dead-lettered message")
-        .body(object(&[("consumerGroup", nullable(name()))]))
+        .to(post(messages::requeue))
+        .path::<MessageKey>()
+        .body::<RequeueBody>()
         .ok(200, "Requeued", message_changed())
         .errors(&[404]),
         Route::post(
@@ -101,60 +121,42 @@ fn message_routes() -> Vec<Route> {
             MESSAGES,
         )
         .summary("Move a pending message to the DLQ of one group")
-        .body(object(&[
-            ("consumerGroup", nullable(name())),
-            ("error", nullable(string())),
-        ]))
+        .to(post(messages::dead_letter))
+        .path::<MessageKey>()
+        .body::<DeadLetterBody>()
         .ok(200, "Moved", message_changed())
         .errors(&[404, 409]),
         Route::get("/api/v1/dlq", Access::ReadOnly, MESSAGES)
             .summary("Dead letters, newest failure first")
-            .query(dlq_filters())
+            .to(get(dlq::list))
+            .query::<DlqQuery>()
             .ok(200, "A page of dead letters", dlq_page()),
     ]
 }
 
 fn group_routes() -> Vec<Route> {
-    let mut lagging = vec![int(
-        "minLagSeconds",
-        0,
-        None,
-        Some(3_600),
-        "Least time lag, seconds",
-    )];
-    lagging.extend(paging(1_000, 10_000));
     vec![
         Route::get("/api/v1/consumer-groups", Access::ReadOnly, GROUPS)
             .summary("Every (group, queue) pair with a cursor or a subscription")
-            .query(paging(1_000, 10_000))
+            .to(get(consumer_groups::list))
+            .query::<Page<1_000, 10_000>>()
             .ok(200, LISTED, array(map_of(any()))),
         Route::get("/api/v1/consumer-groups/lagging", Access::ReadOnly, GROUPS)
             .summary("Partitions whose group lags more than minLagSeconds")
-            .query(lagging)
+            .to(get(consumer_groups::lagging))
+            .query::<LaggingQuery>()
             .ok(200, LISTED, array(map_of(any()))),
         Route::get("/api/v1/consumer-groups/{group}", Access::ReadOnly, GROUPS)
             .summary("One group's cursors, by queue: a page of partitions per queue")
-            .query(group_detail_page())
+            .to(get(consumer_groups::detail))
+            .path::<GroupPath>()
+            .query::<DetailQuery>()
             .ok(
                 200,
                 "Partitions of the group by queue",
                 map_of(group_queue()),
             ),
     ]
-}
-
-fn group_detail_page() -> Vec<Param> {
-    let mut params = vec![
-        param_name("queue", "Only this queue"),
-        choice(
-            "sort",
-            &["partition", "lag"],
-            Some("partition"),
-            "Partitions by name, or most lagging first",
-        ),
-    ];
-    params.extend(paging(10_000, 10_000));
-    params
 }
 
 /// One queue of a group's detail: a page of its partitions and figures over all of them.
@@ -180,18 +182,13 @@ fn group_queue() -> Value {
 }
 
 fn group_changes() -> Vec<Route> {
-    let metadata = || {
-        vec![flag(
-            "deleteMetadata",
-            true,
-            "Also remove the subscriptions",
-        )]
-    };
     let group = "/api/v1/consumer-groups/{group}";
     vec![
         Route::delete(group, Access::Admin, GROUPS)
             .summary("Remove a group's cursors on every queue")
-            .query(metadata())
+            .to(delete(consumer_groups::delete_group))
+            .path::<GroupPath>()
+            .query::<DeleteQuery>()
             .ok(200, "Deleted", group_deleted()),
         Route::delete(
             "/api/v1/consumer-groups/{group}/queues/{queue}",
@@ -199,7 +196,9 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Remove a group's cursors on one queue")
-        .query(metadata())
+        .to(delete(consumer_groups::delete_on_queue))
+        .path::<GroupQueuePath>()
+        .query::<DeleteQuery>()
         .ok(200, "Deleted", group_deleted()),
         Route::post(
             "/api/v1/consumer-groups/{group}/subscription",
@@ -207,10 +206,9 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Set where the group starts on partitions it has not touched")
-        .body(object_req(
-            &[("subscriptionTimestamp", string())],
-            &["subscriptionTimestamp"],
-        ))
+        .to(post(consumer_groups::subscription))
+        .path::<GroupPath>()
+        .body::<SubscriptionBody>()
         .ok(200, "Updated", subscription_changed()),
         Route::post(
             "/api/v1/consumer-groups/{group}/queues/{queue}/seek",
@@ -218,7 +216,9 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Move the group on every partition of a queue")
-        .body(seek_body())
+        .to(post(consumer_groups::seek_queue))
+        .path::<GroupQueuePath>()
+        .body::<SeekBody>()
         .ok(200, "Moved", map_of(any()))
         .errors(&[404]),
         Route::post(
@@ -227,54 +227,13 @@ fn group_changes() -> Vec<Route> {
             GROUPS,
         )
         .summary("Move the group on one partition")
-        .body(seek_body())
+        .to(post(consumer_groups::seek_partition))
+        .path::<GroupQueuePath>()
+        .path::<PartitionPath>()
+        .body::<PartitionSeekBody>()
         .ok(200, "Moved", map_of(any()))
         .errors(&[404]),
     ]
-}
-
-fn queue_filters() -> Vec<Param> {
-    let mut params = vec![
-        text("namespace", "Only queues of this namespace"),
-        text("task", "Only queues of this task"),
-        text("search", "Substring of the queue name"),
-    ];
-    params.extend(paging(1_000, 10_000));
-    params
-}
-
-fn message_filters() -> Vec<Param> {
-    let mut params = vec![
-        param_name("queue", "Only this queue"),
-        param_name("partition", "Only this partition"),
-        text("ns", "Only this namespace"),
-        text("namespace", "Only this namespace (when `ns` is absent)"),
-        text("task", "Only this task"),
-        param_name("consumerGroup", "Statuses relative to this group"),
-        choice(
-            "status",
-            &["pending", "processing", "completed", "dead_letter"],
-            None,
-            "Only messages with this status",
-        ),
-    ];
-    params.extend(range(
-        "Oldest createdAt (default now − 1 h)",
-        "Newest createdAt (default now)",
-    ));
-    params.extend(paging(200, 1_000));
-    params
-}
-
-fn dlq_filters() -> Vec<Param> {
-    let mut params = vec![
-        param_name("queue", "Only this queue"),
-        param_name("consumerGroup", "Only this group"),
-        param_name("partition", "Only this partition"),
-    ];
-    params.extend(range("Oldest failedAt", "Newest failedAt"));
-    params.extend(paging(100, 1_000));
-    params
 }
 
 fn overview() -> Value {
@@ -453,8 +412,4 @@ fn subscription_changed() -> Value {
         ("newTimestamp", time()),
         ("rowsUpdated", integer()),
     ])
-}
-
-fn seek_body() -> Value {
-    object(&[("toEnd", boolean()), ("timestamp", string())])
 }

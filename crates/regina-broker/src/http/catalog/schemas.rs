@@ -165,62 +165,11 @@ pub(crate) fn components() -> Map<String, Value> {
             ("deadLetter", integer()),
         ]),
     );
-    add("QueueOptions", queue_options());
-    add("PushItem", push_item());
     add("PushResult", push_result());
     add("Message", message());
-    add("Ack", ack());
     add("AckResult", ack_result());
     add("TimeSeries", time_series());
     out
-}
-
-fn int_range(min: i64, max: i64, default: i64) -> Value {
-    json!({"type": "integer", "minimum": min, "maximum": max, "default": default})
-}
-
-fn flag(default: bool) -> Value {
-    json!({"type": "boolean", "default": default})
-}
-
-fn queue_options() -> Value {
-    const I32_MAX: i64 = i32::MAX as i64;
-    object(&[
-        ("leaseTime", int_range(0, 86_400, 300)),
-        ("retryLimit", int_range(0, 10_000, 3)),
-        ("retryDelay", int_range(0, 86_400_000, 0)),
-        ("maxSize", int_range(0, 1 << 53, 0)),
-        ("ttl", int_range(0, I32_MAX, 0)),
-        ("priority", int_range(i64::from(i32::MIN), I32_MAX, 0)),
-        ("delayedProcessing", int_range(0, 31_536_000, 0)),
-        ("windowBuffer", int_range(0, 86_400, 0)),
-        ("deadLetterQueue", flag(true)),
-        ("dlqAfterMaxRetries", flag(true)),
-        ("retentionEnabled", flag(true)),
-        ("retentionSeconds", int_range(0, I32_MAX, 0)),
-        ("completedRetentionSeconds", int_range(0, I32_MAX, 0)),
-        ("maxWaitTimeSeconds", int_range(0, I32_MAX, 0)),
-        ("encryptionEnabled", flag(false)),
-    ])
-}
-
-fn push_item() -> Value {
-    object_req(
-        &[
-            ("queue", name()),
-            ("partition", json!({"type": "string", "default": "Default"})),
-            ("payload", any()),
-            (
-                "transactionId",
-                json!({"type": ["string", "null"], "maxLength": 255}),
-            ),
-            (
-                "traceId",
-                json!({"type": ["string", "null"], "maxLength": 128}),
-            ),
-        ],
-        &["queue"],
-    )
 }
 
 fn push_result() -> Value {
@@ -257,24 +206,6 @@ fn message() -> Value {
         ("consumerGroup", string()),
         ("retryCount", integer()),
     ])
-}
-
-fn ack() -> Value {
-    object_req(
-        &[
-            ("transactionId", string()),
-            ("partitionId", uuid()),
-            (
-                "status",
-                json!({"type": "string", "enum": ["completed", "success", "failed", "retry", "dlq"],
-                       "default": "completed"}),
-            ),
-            ("leaseId", nullable(string())),
-            ("consumerGroup", nullable(name())),
-            ("error", nullable(string())),
-        ],
-        &["transactionId", "partitionId"],
-    )
 }
 
 fn ack_result() -> Value {

@@ -1,7 +1,22 @@
 use super::*;
+use crate::config::SubscriptionMode;
+use crate::http::contract::{decode_query, Limits};
 
 fn parse(query: &str, target: Target) -> Result<PopParams, String> {
-    PopParams::parse(&Query::parse(Some(query)), target, &Config::default())
+    parse_with(query, target, &Config::default())
+}
+
+/// The pop `query` asks for on `target`, read as its route reads it.
+fn parse_with(query: &str, target: Target, config: &Config) -> Result<PopParams, String> {
+    let limits = Limits::of(config);
+    let typed: Result<PopQuery, ApiError> = match &target {
+        Target::Queue {
+            partition: Some(_), ..
+        } => decode_query::<PartitionPopQuery>(Some(query), limits).map(Into::into),
+        _ => decode_query::<PopQuery>(Some(query), limits),
+    };
+    typed
+        .map(|q| PopParams::new(q, target, config))
         .map_err(|e| format!("{e:?}"))
 }
 
@@ -137,23 +152,14 @@ fn subscription_mode_new_spellings_start_now_and_every_other_value_means_all() {
         default_subscription_mode: SubscriptionMode::New,
         ..Config::default()
     };
-    let named = PopParams::parse(
-        &Query::parse(Some("subscriptionMode=from_beginning")),
-        queue_target(),
-        &config,
-    )
-    .expect("valid");
+    let named =
+        parse_with("subscriptionMode=from_beginning", queue_target(), &config).expect("valid");
     assert_eq!(
         sql(&named)["subscriptionMode"],
         "all",
         "an explicit value beats the default"
     );
-    let unnamed = PopParams::parse(
-        &Query::parse(Some("subscriptionMode=")),
-        queue_target(),
-        &config,
-    )
-    .expect("valid");
+    let unnamed = parse_with("subscriptionMode=", queue_target(), &config).expect("valid");
     assert_eq!(
         sql(&unnamed)["subscriptionMode"],
         "new",

@@ -2,7 +2,6 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::config::Config;
-use crate::http::body;
 
 /// The rendered items as `regina.push` sees them: the elements of `i_items` and `i_payloads`
 /// (comma-joined), how many, and the (queue, partition) pairs written.
@@ -35,12 +34,11 @@ fn prepared_with(
     encryption: &Encryption,
     sealed: &[&str],
 ) -> Result<(Vec<serde_json::Value>, PushRequest), String> {
-    let object = body::parse_object(body.as_bytes(), 64).map_err(|e| format!("{e:?}"))?;
-    let items = object
-        .opt_array("items")
-        .map_err(|e| format!("{e:?}"))?
-        .unwrap_or_default();
-    let items = prepare(&items, 255, None).map_err(|e| format!("{e:?}"))?;
+    let config = Config::default();
+    let body: crate::http::push::PushBody =
+        crate::http::contract::decode(body.as_bytes(), &config).map_err(|e| format!("{e:?}"))?;
+    let items =
+        prepare(&body.items.elements, Limits::of(&config), None).map_err(|e| format!("{e:?}"))?;
     let request = PushRequest::from(render(&items, encryption, |queue| sealed.contains(&queue)));
     let mut parsed: Vec<serde_json::Value> =
         serde_json::from_str(&format!("[{}]", request.items)).map_err(|e| e.to_string())?;

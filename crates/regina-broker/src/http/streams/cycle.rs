@@ -8,16 +8,23 @@ use std::collections::BTreeSet;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::super::access::Auth;
-use super::super::body::{self, is_null, BodyBytes, Object};
+use super::super::body::{self, BodyBytes, Object};
+use super::super::contract::fields::{
+    self, Flag, FreeText, Int, Json, Name, Nested, OptionalItems, RequiredText, Text, Unlimited,
+};
+use super::super::contract::{fail, Contract, Failure, Limits, Problem};
 use super::super::error::{json_response, ApiError};
-use super::super::names::name_problem;
-use super::super::push_items::{self, PreparedItem, ENCRYPTION_UNAVAILABLE};
-use super::{query_not_found, state_key};
+use super::super::push_items::{self, ItemBody, PreparedItem, ENCRYPTION_UNAVAILABLE};
+use super::{query_not_found, state_key, state_key_schema, RequiredUuid};
 use crate::config::Config;
 use crate::db::DbError;
 use crate::encryption::Encryption;
@@ -78,6 +85,180 @@ async fn run(
     Ok(json_response(StatusCode::OK, answer(&cycle, &outcome)))
 }
 
+/// The ids of a cycle, read first: a failure repeats them once they are valid.
+#[derive(Debug, Deserialize)]
+struct CycleIds {
+    query_id: RequiredUuid,
+    partition_id: RequiredUuid,
+}
+
+impl Contract for CycleIds {}
+
+/// Body of `POST /streams/v1/cycle`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct CycleBody<'a> {
+    /// The query
+    query_id: RequiredUuid,
+    /// The shard's (source) partition
+    partition_id: RequiredUuid,
+    /// The group the source is read by (queue mode when absent)
+    #[serde(default)]
+    consumer_group: Name,
+    /// State changes; with the push items and the ack at most TRANSACTION_OPERATIONS_MAX
+    #[serde(default, borrow)]
+    state_ops: OptionalItems<'a, StateOp<'a>, Unlimited>,
+    /// Items pushed to sink queues
+    #[serde(default, borrow)]
+    push_items: OptionalItems<'a, ItemBody<'a>, Unlimited>,
+    /// The ack of the source messages
+    #[serde(default, borrow)]
+    ack: Nested<'a, CycleAck>,
+    /// Release the source lease after the ack (default true); read last
+    #[serde(default, borrow)]
+    #[schemars(with = "Flag")]
+    #[allow(dead_code)] // read as `ReleaseLease` after the ops and items
+    release_lease: Json<'a>,
+}
+
+impl Contract for CycleBody<'_> {}
+
+/// `release_lease`, read after the ops and items.
+#[derive(Debug, Deserialize)]
+struct ReleaseLease {
+    #[serde(default)]
+    release_lease: Flag,
+}
+
+impl Contract for ReleaseLease {}
+
+/// The ack of a cycle (§3.3): `transactionId` required, a known status, `count` an integer ≥ 1
+/// when sent (informational), `error` kept as text.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "CycleAck")]
+pub(crate) struct CycleAck {
+    /// The last source message acknowledged
+    transaction_id: RequiredText,
+    /// The outcome (default completed)
+    #[serde(default)]
+    status: CycleAckStatus,
+    /// How many messages the ack covers (informational)
+    #[serde(default)]
+    #[allow(dead_code)] // checked, not used
+    count: Int<1, { i64::MAX }>,
+    /// The source lease
+    #[serde(default)]
+    lease_id: Text,
+    /// Why it failed (kept as text)
+    #[serde(default)]
+    error: FreeText<{ usize::MAX }>,
+}
+
+impl Contract for CycleAck {
+    fn missing(key: &str, field: &str) -> String {
+        let _ = key;
+        format!("{field} is required")
+    }
+}
+
+/// The status of a cycle's ack, as sent.
+#[derive(Debug, Default)]
+struct CycleAckStatus(Option<String>);
+
+impl<'de> Deserialize<'de> for CycleAckStatus {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let status = Text::<0>::deserialize(deserializer)?.0;
+        if let Some(status) = status.as_deref() {
+            if !ACK_STATUSES.contains(&status) {
+                return Err(fail(Failure {
+                    problem: Problem::Element {
+                        suffix: String::new(),
+                        message: format!("Unknown ack.status: {status}"),
+                        index: None,
+                    },
+                    limit: None,
+                }));
+            }
+        }
+        Ok(CycleAckStatus(status))
+    }
+}
+
+impl JsonSchema for CycleAckStatus {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "CycleAckStatus".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [{"type": "string", "enum": ACK_STATUSES}, {"type": "null"},
+                                {"const": ""}]})
+    }
+}
+
+/// One state op: `{type: "upsert" | "delete", key, value}`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct StateOp<'a> {
+    /// `upsert` or `delete`
+    #[serde(default, rename = "type")]
+    #[schemars(with = "StateOpKind")]
+    kind: Text,
+    /// The state key
+    key: OpKey,
+    /// The value an upsert stores (`{}` when absent, `null` kept)
+    #[serde(default, borrow)]
+    value: Json<'a>,
+}
+
+impl Contract for StateOp<'_> {
+    fn missing(key: &str, field: &str) -> String {
+        let _ = key;
+        format!("{field} is required")
+    }
+}
+
+/// The kinds of state op (schema only).
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum StateOpKind {
+    Upsert,
+    Delete,
+}
+
+/// The key of a state op.
+#[derive(Debug, Default)]
+struct OpKey(String);
+
+impl<'de> Deserialize<'de> for OpKey {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Option::<&RawValue>::deserialize(deserializer)?
+            .filter(|r| r.get().trim() != "null")
+            .ok_or_else(|| fail(Failure::missing()))?;
+        let key = state_key(raw).map_err(|text| {
+            fail(Failure {
+                problem: Problem::Pathed(text),
+                limit: None,
+            })
+        })?;
+        Ok(OpKey(key))
+    }
+}
+
+impl JsonSchema for OpKey {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "StateKey".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        Schema::try_from(state_key_schema()).unwrap_or_default()
+    }
+}
+
 /// Validates the body (§3.3); `ids` gets the query and partition ids as soon as they are valid.
 fn parse<'a>(
     object: &Object<'a>,
@@ -85,67 +266,53 @@ fn parse<'a>(
     producer_sub: Option<&str>,
     ids: &mut (Value, Value),
 ) -> Result<Cycle<'a>, ApiError> {
-    let query_id = super::required_uuid(object, "query_id")?;
-    ids.0 = Value::String(query_id.to_string());
-    let partition_id = super::required_uuid(object, "partition_id")?;
-    ids.1 = Value::String(partition_id.to_string());
-    let group = object.opt_string("consumer_group")?;
-    if let Some(problem) = group
-        .as_deref()
-        .and_then(|g| name_problem(g, config.name_chars_max))
-    {
-        return Err(object.error("consumer_group", format!("consumer_group {problem}")));
-    }
+    let limits = Limits::of(config);
+    let known: CycleIds = object.decode(limits)?;
+    *ids = (
+        Value::String(known.query_id.0.to_string()),
+        Value::String(known.partition_id.0.to_string()),
+    );
+    let body: CycleBody<'a> = object.decode(limits)?;
+    let partition_id = body.partition_id.0;
+    let group = body.consumer_group.0;
+    let ack = body
+        .ack
+        .decode("ack", None, limits)?
+        .map(|ack| ack_item(ack, partition_id, group.as_deref()));
+    let (raw_ops, raw_items) = (body.state_ops.elements, body.push_items.elements);
     let limit = config.transaction_operations_max;
-    let raw_ops = object.opt_array("state_ops")?.unwrap_or_default();
-    let raw_items = object.opt_array("push_items")?.unwrap_or_default();
-    let ack = match object.raw("ack").filter(|r| !is_null(r)) {
-        None => None,
-        Some(raw) => {
-            let ack = Object::from_raw(raw, "ack.".to_owned(), None)?;
-            Some(ack_item(&ack, partition_id, group.as_deref())?)
-        }
-    };
     if raw_ops.len() + raw_items.len() + usize::from(ack.is_some()) > limit {
         return Err(ApiError::too_many_items("state ops and push items", limit));
     }
-    let state_ops = state_ops(&raw_ops)?;
-    let items = push_items::prepare_at(
-        &raw_items,
-        "push_items",
-        0,
-        config.name_chars_max,
-        producer_sub,
-    )?;
+    let state_ops = state_ops(&raw_ops, limits)?;
+    let items = push_items::prepare_at(&raw_items, "push_items", 0, limits, producer_sub)?;
+    let release: ReleaseLease = object.decode(limits)?;
     Ok(Cycle {
-        query_id,
+        query_id: body.query_id.0,
         partition_id,
         state_ops,
         items,
         ack,
-        release_lease: object.opt_bool("release_lease")?.unwrap_or(true),
+        release_lease: release.release_lease.0.unwrap_or(true),
     })
 }
 
 /// The state ops as a JSON array of `{type, key, value}`; an upsert without `value` stores `{}`
 /// (the Go SDK omits nil values), `null` stays `null`.
-fn state_ops(raw_ops: &[&serde_json::value::RawValue]) -> Result<String, ApiError> {
+fn state_ops(raw_ops: &[&RawValue], limits: Limits) -> Result<String, ApiError> {
     let mut out = String::from("[");
     for (i, raw) in raw_ops.iter().enumerate() {
-        let op = Object::from_raw(raw, format!("state_ops[{i}]."), Some(i))?;
-        let kind = op.opt_string("type")?;
-        let key_field = format!("state_ops[{i}].key");
-        let key = op
-            .raw("key")
-            .filter(|r| !is_null(r))
-            .ok_or_else(|| op.error("key", format!("{key_field} is required")))
-            .and_then(|raw| state_key(raw, &key_field).map_err(|m| op.error("key", m)))?;
-        let value = match kind.as_deref() {
-            Some("upsert") => Some(op.raw("value").map_or("{}", |v| v.get())),
+        let op: StateOp = fields::element(raw, "state_ops", i, i, limits)?;
+        let value = match op.kind.0.as_deref() {
+            Some("upsert") => Some(op.value.0.map_or("{}", RawValue::get)),
             Some("delete") => None,
             other => {
                 let name = other.unwrap_or("(none)");
-                return Err(op.error("type", format!("Unknown state_op type: {name}")));
+                return Err(
+                    ApiError::validation(format!("Unknown state_op type: {name}"))
+                        .field(format!("state_ops[{i}].type"))
+                        .index(i),
+                );
             }
         };
         if i > 0 {
@@ -158,7 +325,7 @@ fn state_ops(raw_ops: &[&serde_json::value::RawValue]) -> Result<String, ApiErro
             r#""delete""#
         });
         out.push_str(r#","key":"#);
-        out.push_str(&to_json(&key));
+        out.push_str(&to_json(&op.key.0));
         if let Some(value) = value {
             out.push_str(r#","value":"#);
             out.push_str(value);
@@ -169,26 +336,17 @@ fn state_ops(raw_ops: &[&serde_json::value::RawValue]) -> Result<String, ApiErro
     Ok(out)
 }
 
-/// The ack object as one `regina.ack` item (§3.3): `transactionId` required, a known status,
-/// `count` an integer ≥ 1 when sent (informational), `error` kept as text.
-fn ack_item(ack: &Object<'_>, partition_id: Uuid, group: Option<&str>) -> Result<String, ApiError> {
-    let transaction_id = ack.required_string("transactionId", "ack.transactionId is required")?;
-    let status = ack.opt_string("status")?;
-    if let Some(status) = status.as_deref() {
-        if !ACK_STATUSES.contains(&status) {
-            return Err(ack.error("status", format!("Unknown ack.status: {status}")));
-        }
-    }
-    ack.opt_int("count", 1, i64::MAX)?;
-    Ok(json!({
-        "transactionId": transaction_id,
+/// The ack as one `regina.ack` item of the source partition (§3.3).
+fn ack_item(ack: CycleAck, partition_id: Uuid, group: Option<&str>) -> String {
+    json!({
+        "transactionId": ack.transaction_id.0,
         "partitionId": partition_id.to_string(),
-        "status": status,
-        "leaseId": ack.opt_string("leaseId")?,
+        "status": ack.status.0,
+        "leaseId": ack.lease_id.0,
         "consumerGroup": group,
-        "error": ack.opt_string_nul_replaced("error")?,
+        "error": ack.error.0,
     })
-    .to_string())
+    .to_string()
 }
 
 /// `403 forbidden` unless the caller has scope over the query's source queue and every sink

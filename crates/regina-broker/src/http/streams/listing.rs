@@ -2,43 +2,30 @@
 //! dashboard — state size, shards and the last cycle instant. Queries whose source queue lies
 //! outside the caller's scopes are left out (spec §1.6).
 
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde::Serialize;
 
 use super::super::access::Auth;
+use super::super::contract::params::Page;
+use super::super::contract::Params;
 use super::super::error::{json_response, ApiError};
-use super::super::query::Query;
-use super::super::resources::query_offset;
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
-/// `limit` of the listing: default and maximum.
-pub(crate) const LIMIT_DEFAULT: i64 = 100;
-pub(crate) const LIMIT_MAX: i64 = 1_000;
-
-/// The `regina.stream_queries_list` argument.
-#[derive(Serialize)]
-struct SqlListing {
-    limit: i64,
-    offset: i64,
-}
+/// One page of the listing: 100 queries by default, at most 1 000 (the
+/// `regina.stream_queries_list` argument).
+pub(crate) type ListingQuery = Page<100, 1_000>;
 
 pub(super) async fn list(
     State(state): State<AppState>,
     auth: Auth,
-    RawQuery(raw): RawQuery,
+    Params(page): Params<ListingQuery>,
 ) -> Result<Response, ApiError> {
-    let query = Query::parse(raw.as_deref());
-    let request = to_json(&SqlListing {
-        limit: query.integer("limit", 1, LIMIT_MAX, LIMIT_DEFAULT)?,
-        offset: query_offset(&query)?,
-    });
     let body = state
         .get()
         .db
-        .stream_queries_list(&auth.scoped(request))
+        .stream_queries_list(&auth.scoped(to_json(&page)))
         .await?;
     Ok(json_response(StatusCode::OK, body))
 }

@@ -4,19 +4,40 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
 use super::super::access::Auth;
-use super::super::body::{self, BodyBytes, Object};
+use super::super::body::{BodyBytes, Object};
+use super::super::contract::fields::{Flag, Name, RequiredName, RequiredText};
+use super::super::contract::{Contract, Limits};
 use super::super::error::{json_response, ApiError};
-use super::super::names::name_problem;
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
 /// `config_hash`: 1–255 characters (streams-api.md §4).
 const CONFIG_HASH_CHARS_MAX: usize = 255;
+
+/// Body of `POST /streams/v1/queries`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct RegisterBody {
+    /// The query's name (its id across restarts)
+    name: RequiredName,
+    /// The queue the query reads
+    source_queue: RequiredName,
+    /// The queue the query pushes to
+    #[serde(default)]
+    sink_queue: Name,
+    /// Hash of the operator chain; a changed one needs `reset`
+    config_hash: RequiredText<CONFIG_HASH_CHARS_MAX>,
+    /// Drop the state of a changed chain
+    #[serde(default)]
+    reset: Flag,
+}
+
+impl Contract for RegisterBody {}
 
 /// The `regina.stream_register` argument.
 #[derive(Serialize)]
@@ -48,8 +69,8 @@ async fn run(
 ) -> Result<Response, ApiError> {
     let BodyBytes(bytes) = body?;
     let shared = state.get();
-    let object = body::parse_object(&bytes, shared.config.json_depth_max)?;
-    let request = parse(&object, shared.config.name_chars_max)?;
+    let object = super::super::body::parse_object(&bytes, shared.config.json_depth_max)?;
+    let request = parse(&object, Limits::of(&shared.config))?;
     auth.check_queue(&request.source_queue)?;
     if let Some(sink) = &request.sink_queue {
         auth.check_queue(sink)?;
@@ -59,33 +80,14 @@ async fn run(
 }
 
 /// Validates the body (§3.1).
-fn parse(object: &Object<'_>, name_chars_max: usize) -> Result<SqlRegister, ApiError> {
-    let name = object.required_string("name", "name is required")?;
-    if let Some(problem) = name_problem(&name, name_chars_max) {
-        return Err(object.error("name", format!("name {problem}")));
-    }
-    let source_queue = object.required_string("source_queue", "source_queue is required")?;
-    if let Some(problem) = name_problem(&source_queue, name_chars_max) {
-        return Err(object.error("source_queue", format!("source_queue {problem}")));
-    }
-    let sink_queue = object.opt_string("sink_queue")?;
-    if let Some(problem) = sink_queue
-        .as_deref()
-        .and_then(|s| name_problem(s, name_chars_max))
-    {
-        return Err(object.error("sink_queue", format!("sink_queue {problem}")));
-    }
-    let config_hash = object.required_string("config_hash", "config_hash is required")?;
-    if config_hash.chars().count() > CONFIG_HASH_CHARS_MAX {
-        let message = format!("config_hash must be at most {CONFIG_HASH_CHARS_MAX} characters");
-        return Err(object.error("config_hash", message));
-    }
+fn parse(object: &Object<'_>, limits: Limits) -> Result<SqlRegister, ApiError> {
+    let body: RegisterBody = object.decode(limits)?;
     Ok(SqlRegister {
-        name,
-        source_queue,
-        sink_queue,
-        config_hash,
-        reset: object.opt_bool("reset")?.unwrap_or(false),
+        name: body.name.0,
+        source_queue: body.source_queue.0,
+        sink_queue: body.sink_queue.0,
+        config_hash: body.config_hash.0,
+        reset: body.reset.0.unwrap_or(false),
         query_id: Uuid::now_v7(),
     })
 }
@@ -118,8 +120,9 @@ mod tests {
     use super::*;
 
     fn parsed(body: &str) -> Result<SqlRegister, String> {
-        let object = body::parse_object(body.as_bytes(), 8).map_err(|e| format!("{e:?}"))?;
-        parse(&object, 255).map_err(|e| format!("{e:?}"))
+        let object =
+            crate::http::body::parse_object(body.as_bytes(), 8).map_err(|e| format!("{e:?}"))?;
+        parse(&object, Limits::of(&crate::config::Config::default())).map_err(|e| format!("{e:?}"))
     }
 
     #[test]

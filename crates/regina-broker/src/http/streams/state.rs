@@ -5,14 +5,19 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use super::super::access::Auth;
-use super::super::body::{self, is_null, BodyBytes, Object};
+use super::super::body::{self, BodyBytes, Object};
+use super::super::contract::fields::{Json, StateKeysMax};
+use super::super::contract::{fail, Contract, Failure, Limits, Problem};
 use super::super::error::{json_response, ApiError};
-use super::state_key;
+use super::{state_key, state_key_schema, RequiredUuid};
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
@@ -46,7 +51,7 @@ async fn run(
     let BodyBytes(bytes) = body?;
     let shared = state.get();
     let object = body::parse_object(&bytes, shared.config.json_depth_max)?;
-    let request = parse(&object, shared.config.streams_state_keys_max)?;
+    let request = parse(&object, Limits::of(&shared.config))?;
     if auth.scopes().is_some() {
         // An unknown query has no rows; a known one needs scope over its source queue.
         match shared.db.stream_source_queue(request.query_id).await? {
@@ -60,40 +65,148 @@ async fn run(
 
 const EMPTY: &str = r#"{"success":true,"rows":[]}"#;
 
-/// Validates the body (§3.2).
-fn parse<'a>(object: &Object<'a>, keys_max: usize) -> Result<SqlStateGet<'a>, ApiError> {
-    let query_id = super::required_uuid(object, "query_id")?;
-    let partition_id = super::required_uuid(object, "partition_id")?;
-    let raw_keys = object.opt_array("keys")?.unwrap_or_default();
-    if raw_keys.len() > keys_max {
-        return Err(ApiError::too_many_items("keys", keys_max));
-    }
-    let keys = raw_keys
-        .iter()
-        .enumerate()
-        .map(|(i, raw)| {
-            let field = format!("keys[{i}]");
-            state_key(raw, &field).map_err(|m| ApiError::validation(m).field(field).index(i))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let key_prefix = match object.raw("key_prefix").filter(|r| !is_null(r)) {
-        None => None,
-        Some(raw) => Some(state_key(raw, "key_prefix").map_err(|m| object.error("key_prefix", m))?)
-            .filter(|p| !p.is_empty()),
-    };
-    let ripe_at_or_before = object.raw("ripe_at_or_before").filter(|r| !is_null(r));
-    if let Some(raw) = ripe_at_or_before {
-        if serde_json::from_str::<serde_json::Number>(raw.get()).is_err() {
-            let message = "ripe_at_or_before must be a number (epoch milliseconds)";
-            return Err(object.error("ripe_at_or_before", message));
+/// The keys of a state read: at most `STREAMS_STATE_KEYS_MAX` state keys (absent: none).
+#[derive(Debug, Default)]
+pub(crate) struct StateKeys(Vec<String>);
+
+impl<'de> Deserialize<'de> for StateKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use super::super::contract::fields::ArrayLimit as _;
+        let Some(raw) =
+            Option::<&RawValue>::deserialize(deserializer)?.filter(|r| r.get().trim() != "null")
+        else {
+            return Ok(StateKeys::default());
+        };
+        let elements: Vec<&RawValue> = serde_json::from_str(raw.get())
+            .map_err(|_| fail(Failure::keyed("must be an array")))?;
+        let keys_max = StateKeysMax::current();
+        if elements.len() > keys_max {
+            return Err(fail(Failure {
+                problem: Problem::TooMany(keys_max),
+                limit: None,
+            }));
         }
+        elements
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| {
+                state_key(raw).map_err(|text| {
+                    fail(Failure {
+                        problem: Problem::Element {
+                            suffix: format!("[{i}]"),
+                            message: format!("keys[{i}] {text}"),
+                            index: Some(i),
+                        },
+                        limit: None,
+                    })
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(StateKeys)
     }
+}
+
+/// A literal key prefix (`""` and `null`: none).
+#[derive(Debug, Default)]
+pub(crate) struct KeyPrefix(Option<String>);
+
+impl<'de> Deserialize<'de> for KeyPrefix {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let Some(raw) =
+            Option::<&RawValue>::deserialize(deserializer)?.filter(|r| r.get().trim() != "null")
+        else {
+            return Ok(KeyPrefix(None));
+        };
+        let prefix = state_key(raw).map_err(|text| fail(Failure::keyed(text)))?;
+        Ok(KeyPrefix(Some(prefix).filter(|p| !p.is_empty())))
+    }
+}
+
+/// A `windowEnd` bound: a JSON number, passed verbatim (`null`: none).
+#[derive(Debug, Default)]
+pub(crate) struct RipeBound<'a>(Option<&'a RawValue>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for RipeBound<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = Json::deserialize(deserializer)?
+            .0
+            .filter(|r| r.get().trim() != "null");
+        if let Some(raw) = raw {
+            if serde_json::from_str::<serde_json::Number>(raw.get()).is_err() {
+                let message = "must be a number (epoch milliseconds)";
+                return Err(fail(Failure::keyed(message)));
+            }
+        }
+        Ok(RipeBound(raw))
+    }
+}
+
+impl JsonSchema for StateKeys {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "StateKeys".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": ["array", "null"], "items": state_key_schema(),
+                      "maxItems": crate::config::defaults::STREAMS_STATE_KEYS_MAX})
+    }
+}
+
+impl JsonSchema for KeyPrefix {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "KeyPrefix".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"anyOf": [state_key_schema(), {"type": "null"}]})
+    }
+}
+
+impl JsonSchema for RipeBound<'_> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> Cow<'static, str> {
+        "RipeBound".into()
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": ["number", "null"]})
+    }
+}
+
+/// Body of `POST /streams/v1/state/get`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct StateGetBody<'a> {
+    /// The query
+    query_id: RequiredUuid,
+    /// The shard's partition
+    partition_id: RequiredUuid,
+    /// Only these keys
+    #[serde(default)]
+    keys: StateKeys,
+    /// Only keys starting with this text (literally)
+    #[serde(default)]
+    key_prefix: KeyPrefix,
+    /// Only rows whose numeric `windowEnd` is at or before this, epoch milliseconds
+    #[serde(default, borrow)]
+    ripe_at_or_before: RipeBound<'a>,
+}
+
+impl Contract for StateGetBody<'_> {}
+
+/// Validates the body (§3.2).
+fn parse<'a>(object: &Object<'a>, limits: Limits) -> Result<SqlStateGet<'a>, ApiError> {
+    let body: StateGetBody<'a> = object.decode(limits)?;
     Ok(SqlStateGet {
-        query_id,
-        partition_id,
-        keys,
-        key_prefix,
-        ripe_at_or_before,
+        query_id: body.query_id.0,
+        partition_id: body.partition_id.0,
+        keys: body.keys.0,
+        key_prefix: body.key_prefix.0,
+        ripe_at_or_before: body.ripe_at_or_before.0,
     })
 }
 
@@ -107,7 +220,11 @@ mod tests {
     fn parsed(members: &str, keys_max: usize) -> Result<String, String> {
         let body = format!("{{{IDS}{members}}}");
         let object = body::parse_object(body.as_bytes(), 8).map_err(|e| format!("{e:?}"))?;
-        parse(&object, keys_max)
+        let config = crate::config::Config {
+            streams_state_keys_max: keys_max,
+            ..crate::config::Config::default()
+        };
+        parse(&object, Limits::of(&config))
             .map(|r| to_json(&r))
             .map_err(|e| format!("{e:?}"))
     }

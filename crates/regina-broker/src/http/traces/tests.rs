@@ -195,40 +195,40 @@ fn repeated_names_are_passed_through_for_the_database_to_merge() {
 
 #[test]
 fn listing_parameters_have_their_defaults_and_bounds() {
-    let query = |q: &str, default| page_query(&Query::parse(Some(q)), None, default);
+    use crate::http::contract::decode_query;
+    let limits = Limits::of(&Config::default());
+    let names = |q: &str| decode_query::<Page<50, 1_000>>(Some(q), limits).map(|p| to_json(&p));
+    let by_name = |q: &str| decode_query::<Page<100, 1_000>>(Some(q), limits).map(|p| to_json(&p));
     assert_eq!(
-        query("", NAMES_LIMIT_DEFAULT).ok(),
-        Some(SqlPageQuery {
-            name: None,
-            limit: 50,
-            offset: 0
-        })
+        names("").ok().as_deref(),
+        Some(r#"{"limit":50,"offset":0}"#)
     );
     assert_eq!(
-        query("limit=1000&offset=7", BY_NAME_LIMIT_DEFAULT).ok(),
-        Some(SqlPageQuery {
-            name: None,
-            limit: 1000,
-            offset: 7
-        })
+        by_name("limit=1000&offset=7").ok().as_deref(),
+        Some(r#"{"limit":1000,"offset":7}"#)
     );
     for bad in ["limit=0", "limit=1001", "offset=-1", "limit=ten"] {
-        assert!(query(bad, BY_NAME_LIMIT_DEFAULT).is_err(), "{bad}");
+        assert!(by_name(bad).is_err(), "{bad}");
     }
 }
 
 #[test]
 fn trace_names_in_paths_are_decoded_and_bounded() {
-    let uri: Uri = "/api/v1/traces/by-name/order%2F7%20x".parse().expect("uri");
-    assert_eq!(path_trace_name(&uri).ok().as_deref(), Some("order/7 x"));
+    use crate::http::contract::decode_path;
+    let limits = Limits::of(&Config::default());
+    let template = "/api/v1/traces/by-name/{traceName}";
+    let path = |p: &str| decode_path::<TraceNamePath>(template, p, limits).map(|t| t.trace_name.0);
+    assert_eq!(
+        path("/api/v1/traces/by-name/order%2F7%20x").ok().as_deref(),
+        Some("order/7 x")
+    );
     let long = format!("/api/v1/traces/by-name/{}", "n".repeat(129));
     for bad in [
         long.as_str(),
         "/api/v1/traces/by-name/a%00b",
         "/api/v1/traces/by-name/%FF",
     ] {
-        let uri: Uri = bad.parse().expect("uri");
-        assert!(path_trace_name(&uri).is_err(), "{bad}");
+        assert!(path(bad).is_err(), "{bad}");
     }
 }
 
