@@ -1,22 +1,17 @@
 //! `regina tail`: follows a queue, prints one line per message, stops cleanly on Ctrl-C.
 
-use std::time::Duration;
-
-use regina_testkit::TestBroker;
+use regina_testkit::{TestBroker, DEADLINE};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
 use crate::support::{interrupt, spawn};
 
-/// How long a line of tail output may take to appear.
-const LINE_TIMEOUT: Duration = Duration::from_secs(20);
-
 /// The next `n` lines of a running tail.
 async fn read_lines(lines: &mut Lines<BufReader<ChildStdout>>, n: usize) -> Vec<String> {
     let mut read = Vec::new();
     while read.len() < n {
-        let line = tokio::time::timeout(LINE_TIMEOUT, lines.next_line())
+        let line = tokio::time::timeout(DEADLINE, lines.next_line())
             .await
             .unwrap_or_else(|_| panic!("no line after {read:?}"))
             .unwrap()
@@ -29,7 +24,7 @@ async fn read_lines(lines: &mut Lines<BufReader<ChildStdout>>, n: usize) -> Vec<
 /// Interrupts a tail as Ctrl-C would and asserts it stops cleanly (exit status 0).
 async fn stop(mut child: Child) {
     interrupt(&child).await;
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+    let status = tokio::time::timeout(DEADLINE, child.wait())
         .await
         .expect("tail did not stop on SIGINT")
         .unwrap();
