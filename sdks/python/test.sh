@@ -22,10 +22,11 @@ venv() {  # venv DIR REQUIREMENT...: create DIR once, then install what is missi
 
 venv .venv -e ".[test]"
 
-echo "--- ruff and mypy --strict"
-.venv/bin/ruff check src tests compat
-.venv/bin/ruff format --check src tests compat
+echo "--- ruff, mypy --strict, the blocking client generated from the asyncio one"
+.venv/bin/ruff check src tests compat scripts
+.venv/bin/ruff format --check src tests compat scripts
 .venv/bin/mypy
+.venv/bin/python scripts/generate_sync.py --check
 
 status=0
 # One broker for both suites; each suite prints its own summary and both always run.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The TypeScript SDK's test entry point: installs the dependencies from package-lock.json, builds
-# the package (with type declarations), type-checks sources and tests, checks formatting, then
-# runs the whole vitest suite — unit tests and the conformance scenarios — against a throw-away
-# PostgreSQL and broker started by ../run-tests.sh (set REGINA_BIN to use a prebuilt broker).
+# The TypeScript SDK's test entry point: installs the dependencies from package-lock.json, checks
+# that the generated wire types match api/openapi.json, builds the package (with type
+# declarations), type-checks sources and tests, checks formatting, then runs the whole vitest
+# suite — unit tests and the conformance scenarios — against a throw-away PostgreSQL and broker
+# started by ../run-tests.sh (set REGINA_BIN to use a prebuilt broker).
 #
 # Usage: sdks/typescript/test.sh [VITEST ARGS...]
 set -euo pipefail
@@ -13,6 +14,9 @@ node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)
   { echo "test.sh: Node.js >= 20 is required (found $(node --version))" >&2; exit 1; }
 
 npm ci --no-audit --no-fund --loglevel=error
+# The wire types are generated from the broker's OpenAPI document; a stale copy fails the suite.
+npm run --silent generate:check >/dev/null ||
+  { echo "test.sh: src/openapi.ts does not match api/openapi.json; run npm run generate" >&2; exit 1; }
 npm run --silent build
 npm run --silent typecheck
 npm run --silent lint >/dev/null

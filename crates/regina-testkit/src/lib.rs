@@ -3,6 +3,8 @@
 //! [`TestBroker::start`] copies a fresh database from a migrated template on a shared private
 //! cluster (see `cluster`), runs `regina_broker::serve` on `127.0.0.1:0` and returns once
 //! `GET /health` answers 200. Nothing here ever stops the cluster; `make test` does at the end.
+//! [`Api`] is the kits' HTTP client of the broker, and [`eventually`] (bounded by [`DEADLINE`])
+//! every wait for something that happens by itself.
 //!
 //! ```no_run
 //! # async fn example() {
@@ -13,18 +15,20 @@
 //! # }
 //! ```
 
+mod api;
 mod cluster;
+mod wait;
 
 use std::time::{Duration, Instant};
+
+pub use api::{enc, Api, Reply};
+pub use wait::{eventually, wait_until, DEADLINE};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// Timeout of every request made by [`http()`].
 const HTTP_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long a new broker may take to answer `/health` with 200.
-const HEALTHY_WAIT: Duration = Duration::from_secs(30);
-const HEALTH_POLL_INTERVAL: Duration = Duration::from_millis(20);
 
 /// A broker serving one test, on its own database.
 #[derive(Debug)]
@@ -92,6 +96,11 @@ impl TestBroker {
         format!("{}{path}", self.base_url)
     }
 
+    /// A new [`Api`] client of this broker.
+    pub fn api(&self) -> Api {
+        Api::new(self)
+    }
+
     /// A direct connection to this broker's database; its connection task runs on the caller's
     /// runtime.
     ///
@@ -131,7 +140,7 @@ impl TestBroker {
     async fn healthy_wait(&mut self) {
         let client = http();
         let url = self.url("/health");
-        let deadline = Instant::now() + HEALTHY_WAIT;
+        let deadline = Instant::now() + DEADLINE;
         loop {
             if let Some(server) = self.server.take_if(|s| s.is_finished()) {
                 let outcome = server.await;
@@ -144,9 +153,9 @@ impl TestBroker {
             };
             assert!(
                 Instant::now() < deadline,
-                "regina-testkit: {url} not healthy after {HEALTHY_WAIT:?}: {last}"
+                "regina-testkit: {url} not healthy after {DEADLINE:?}: {last}"
             );
-            tokio::time::sleep(HEALTH_POLL_INTERVAL).await;
+            tokio::time::sleep(wait::POLL_INTERVAL).await;
         }
     }
 }

@@ -1,156 +1,76 @@
 /**
  * Shapes of the administrative and dashboard endpoints, with their wire field names (some rows
  * are snake_case on the wire and stay so here). Timestamps are ISO-8601 UTC strings.
+ *
+ * Each shape is read from the types generated out of the OpenAPI document (see `wire.ts`). Where
+ * the document says less than the broker guarantees (a free-form object, `string | null` for a
+ * column that is never null), the SDK names the shape itself, checked against the document by
+ * {@link Conform}.
  */
 
-import type { QueueOptions } from "./types.js";
-
-/** Paging of list answers. */
-export interface Pagination {
-  limit: number;
-  offset: number;
-  total: number;
-}
-
-/** Paging parameters of list calls. */
-export interface PageQuery {
-  limit?: number;
-  offset?: number;
-}
-
-/** Message counts of a partition or queue (§4.16 of the API). */
-export interface MessageCounts {
-  total: number;
-  pending: number;
-  processing: number;
-  completed: number;
-  failed: number;
-  deadLetter: number;
-}
-
-/** Average, median, minimum and maximum of a lag measure. */
-export interface LagStats {
-  avg: number;
-  median: number;
-  min: number;
-  max: number;
-}
-
-/** `GET /api/v1/resources/overview`. */
-export interface ResourcesOverview {
-  queues: number;
-  partitions: number;
-  namespaces: number;
-  tasks: number;
-  messages: MessageCounts;
-  lag: { time: LagStats; offset: LagStats };
-  throughput: { ingestedPerSecond: number; processedPerSecond: number };
-  timestamp: string;
-  /** Seconds since the stats were computed. */
-  statsAge: number;
-}
-
-/** Filters of the queue listing. */
-export interface QueueListQuery extends PageQuery {
-  namespace?: string;
-  task?: string;
-  /** Substring of the queue name. */
-  search?: string;
-}
-
-/** One row of the queue listing. */
-export interface QueueSummary {
-  id: string;
-  name: string;
-  namespace: string;
-  task: string;
-  priority: number;
-  createdAt: string;
-  partitions: number;
-  messages: { total: number; pending: number; processing: number };
-}
+import type { Answer, Conform, Item, Optional, Queries, QueryParams } from "./wire.js";
 
 /** `GET /api/v1/resources/queues`. */
-export interface QueueList {
-  queues: QueueSummary[];
-  pagination: Pagination;
-}
+type QueueListWire = Answer<"/api/v1/resources/queues", "get">;
+/** `GET /api/v1/resources/queues/:queue`. */
+type QueueDetailWire = Answer<"/api/v1/resources/queues/{queue}", "get">;
+
+/** Paging of list answers. */
+export type Pagination = QueueListWire["pagination"];
+
+/** Paging parameters of list calls. */
+export type PageQuery = Pick<QueryParams<"/api/v1/resources/queues", "get">, "limit" | "offset">;
+
+/** Message counts of a partition or queue (§4.16 of the API). */
+export type MessageCounts = QueueDetailWire["totals"];
+
+/** `GET /api/v1/resources/overview`; `statsAge` is in seconds since the stats were computed. */
+export type ResourcesOverview = Answer<"/api/v1/resources/overview", "get">;
+
+/** Average, median, minimum and maximum of a lag measure. */
+export type LagStats = ResourcesOverview["lag"]["time"];
+
+/** Filters of the queue listing (`search`: a substring of the queue name). */
+export type QueueListQuery = QueryParams<"/api/v1/resources/queues", "get">;
+
+/** One row of the queue listing. */
+export type QueueSummary = Conform<
+  Item<QueueListWire["queues"]>,
+  Omit<Item<QueueListWire["queues"]>, "namespace" | "task"> & { namespace: string; task: string }
+>;
+
+/** `GET /api/v1/resources/queues`. */
+export type QueueList = Conform<QueueListWire, Omit<QueueListWire, "queues"> & { queues: QueueSummary[] }>;
 
 /** A partition inside {@link QueueDetail}. */
-export interface QueuePartition {
-  id: string;
-  name: string;
-  createdAt: string;
-  lastActivity: string | null;
-  stats: MessageCounts;
-  oldestMessage: string | null;
-  newestMessage: string | null;
-}
+export type QueuePartition = Item<QueueDetailWire["partitions"]>;
 
 /** `GET /api/v1/resources/queues/:queue`. */
-export interface QueueDetail {
-  id: string;
-  name: string;
-  namespace: string;
-  task: string;
-  createdAt: string;
-  options: Required<QueueOptions>;
-  partitionCount: number;
-  partitions: QueuePartition[];
-  totals: MessageCounts;
-}
+export type QueueDetail = Conform<
+  QueueDetailWire,
+  Omit<QueueDetailWire, "namespace" | "task"> & { namespace: string; task: string }
+>;
 
 /** `DELETE /api/v1/queues/:queue/clear`. */
-export interface ClearQueueResult {
-  success: boolean;
-  cleared: boolean;
-  queue: string;
-  deletedMessages: number;
-  deletedDlq: number;
-}
+export type ClearQueueResult = Answer<"/api/v1/queues/{queue}/clear", "delete">;
 
 /** One row of `GET /api/v1/resources/namespaces`. */
-export interface NamespaceSummary {
-  namespace: string;
-  queues: number;
-  partitions: number;
-  messages: { total: number; pending: number };
-}
+export type NamespaceSummary = Item<Answer<"/api/v1/resources/namespaces", "get">["namespaces"]>;
 
 /** One row of `GET /api/v1/resources/tasks`. */
-export interface TaskSummary {
-  task: string;
-  queues: number;
-  partitions: number;
-  messages: { total: number; pending: number };
-}
+export type TaskSummary = Item<Answer<"/api/v1/resources/tasks", "get">["tasks"]>;
 
 /** Filters of the partition listing. */
-export interface PartitionListQuery extends PageQuery {
-  queue?: string;
-  search?: string;
-}
+export type PartitionListQuery = QueryParams<"/api/v1/resources/partitions", "get">;
 
-/** One row of `GET /api/v1/resources/partitions`. */
-export interface PartitionSummary {
-  id: string;
-  name: string;
-  queue: string;
-  queueId: string;
-  createdAt: string;
-  lastActivity: string | null;
-  messages: { total: number; pending: number };
-  /** Number of groups with a cursor on the partition. */
-  consumerGroups: number;
-  /** Number of active leases. */
-  leasedBy: number;
-}
+/**
+ * One row of `GET /api/v1/resources/partitions`: `consumerGroups` counts the groups with a cursor
+ * on the partition, `leasedBy` its active leases.
+ */
+export type PartitionSummary = Item<PartitionList["partitions"]>;
 
 /** `GET /api/v1/resources/partitions`. */
-export interface PartitionList {
-  partitions: PartitionSummary[];
-  pagination: Pagination;
-}
+export type PartitionList = Answer<"/api/v1/resources/partitions", "get">;
 
 /** Derived status of a message (§4.16). */
 export type MessageStatus = "pending" | "processing" | "completed" | "dead_letter";
@@ -168,11 +88,7 @@ export interface MessageListQuery extends PageQuery {
 }
 
 /** How a queue is consumed: queue mode, named groups ("bus"), both, or not yet. */
-export interface ConsumptionMode {
-  hasQueueMode: boolean;
-  busGroupsCount: number;
-  type: "queue" | "bus" | "hybrid" | "none";
-}
+export type ConsumptionMode = Answer<"/api/v1/messages", "get">["mode"];
 
 /** One row of `GET /api/v1/messages`. */
 export interface MessageSummary {
@@ -369,23 +285,11 @@ export type ConsumerGroupDetail = Record<
   }
 >;
 
-/** `DELETE /api/v1/consumer-groups/:group[/queues/:queue]`. */
-export interface DeleteGroupResult {
-  success: boolean;
-  consumerGroup: string;
-  /** Present when one queue was named. */
-  queueName?: string;
-  deletedPartitions: number;
-  metadataDeleted: boolean;
-}
+/** `DELETE /api/v1/consumer-groups/:group[/queues/:queue]`; `queueName` only when one queue was named. */
+export type DeleteGroupResult = Optional<Answer<"/api/v1/consumer-groups/{group}", "delete">, "queueName">;
 
 /** `POST /api/v1/consumer-groups/:group/subscription`. */
-export interface SubscriptionResult {
-  success: boolean;
-  consumerGroup: string;
-  newTimestamp: string;
-  rowsUpdated: number;
-}
+export type SubscriptionResult = Answer<"/api/v1/consumer-groups/{group}/subscription", "post">;
 
 /** Where a seek moves a group: to the end, or to just after an instant. */
 export type SeekTarget = { toEnd: true } | { timestamp: string | Date };
@@ -421,12 +325,8 @@ export interface TraceInput extends MessageRef {
   workerId?: string;
 }
 
-/** `POST /api/v1/traces`. */
-export interface TraceRecorded {
-  success: boolean;
-  /** Id of the trace event. */
-  traceId: string;
-}
+/** `POST /api/v1/traces`; `traceId` is the id of the trace event. */
+export type TraceRecorded = Answer<"/api/v1/traces", "post">;
 
 /** One trace event of a message. */
 export interface TraceEvent {
@@ -461,3 +361,35 @@ export interface TraceNameList {
   total: number;
   pagination: Pagination;
 }
+
+/** The answer of a message action, which names one group, several, or none. */
+type MessageAction<W extends { consumerGroup: unknown; consumerGroups: unknown }> = Optional<
+  W,
+  "consumerGroup" | "consumerGroups"
+>;
+
+/** The SDK's own shapes above, checked against the document: compiling fails when they part ways. */
+type ConformanceChecks = [
+  Queries<QueryParams<"/api/v1/messages", "get">, MessageListQuery>,
+  Queries<QueryParams<"/api/v1/dlq", "get">, DlqQuery>,
+  Queries<QueryParams<"/api/v1/consumer-groups/{group}", "get">, GroupDetailQuery>,
+  Conform<Item<Answer<"/api/v1/messages", "get">["messages"]>, MessageSummary>,
+  Conform<Answer<"/api/v1/messages", "get">, MessageList>,
+  Conform<Answer<"/api/v1/messages/{partitionId}/{transactionId}", "get">, MessageDetail>,
+  // The three message actions share one answer schema, the union of their fields.
+  Conform<MessageAction<Answer<"/api/v1/messages/{partitionId}/{transactionId}", "delete">>, DeleteMessageResult>,
+  Conform<MessageAction<Answer<"/api/v1/messages/{partitionId}/{transactionId}/retry", "post">>, RequeueResult>,
+  Conform<MessageAction<Answer<"/api/v1/messages/{partitionId}/{transactionId}/dlq", "post">>, MoveToDlqResult>,
+  Conform<Answer<"/api/v1/dlq", "get">, DlqList>,
+  Conform<Item<Answer<"/api/v1/consumer-groups", "get">>, ConsumerGroupSummary>,
+  Conform<Item<Answer<"/api/v1/consumer-groups/lagging", "get">>, LaggingPartition>,
+  Conform<Answer<"/api/v1/consumer-groups/{group}", "get">, ConsumerGroupDetail>,
+  Conform<Answer<"/api/v1/consumer-groups/{group}/queues/{queue}/seek", "post">, SeekResult>,
+  Conform<
+    Answer<"/api/v1/consumer-groups/{group}/queues/{queue}/partitions/{partition}/seek", "post">,
+    PartitionSeekResult
+  >,
+  Conform<Item<Answer<"/api/v1/traces/{partitionId}/{transactionId}", "get">["traces"]>, TraceEvent>,
+  Conform<Answer<"/api/v1/traces/by-name/{traceName}", "get">, NamedTraceList>,
+  Conform<Answer<"/api/v1/traces/names", "get">, TraceNameList>,
+];

@@ -1,9 +1,11 @@
 /**
  * Shapes of the dashboard feeds — status, analytics, failover buffer, maintenance switches,
  * health and metrics — with their wire field names. Timestamps are ISO-8601 UTC strings.
+ * Read from the generated types, or checked against them, as in `admin-types.ts`.
  */
 
 import type { MessageCounts, MessageStatus, Pagination, QueueSummary } from "./admin-types.js";
+import type { Answer, Conform, Item, Optional, Path, Queries, QueryParams } from "./wire.js";
 
 /** Time range and selectors of the status and analytics feeds (default range: the last hour). */
 export interface StatusQuery {
@@ -116,14 +118,7 @@ export interface MessageAnalytics {
 }
 
 /** The time-series feeds under `/api/v1/analytics/`. */
-export type AnalyticsFeed =
-  | "system-metrics"
-  | "worker-metrics"
-  | "queue-lag"
-  | "queue-ops"
-  | "queue-parked-replicas"
-  | "retention"
-  | "postgres-stats";
+export type AnalyticsFeed = Path extends infer P ? (P extends `/api/v1/analytics/${infer Feed}` ? Feed : never) : never;
 
 /** Selectors of an analytics feed. */
 export interface AnalyticsQuery {
@@ -135,73 +130,43 @@ export interface AnalyticsQuery {
 }
 
 /** The shape every analytics feed answers with. */
-export interface AnalyticsSeries {
-  from: string;
-  to: string;
-  bucketSeconds: number;
-  series: { name: string; labels: Record<string, string>; points: [string, number][] }[];
-}
+export type AnalyticsSeries = Answer<"/api/v1/analytics/queue-lag", "get">;
 
 /** `GET /api/v1/status/buffers`: this instance's failover buffer. */
-export interface BufferStatus {
-  pending: number;
-  failed: number;
-  corrupt: number;
-  segments: number;
-  bytes: number;
-  oldestAt: string | null;
-  partitionsBlocked: number;
-  dbHealthy: boolean;
-  worker: string;
-  note: string | null;
-}
+export type BufferStatus = Answer<"/api/v1/status/buffers", "get">;
 
 /** `GET /api/v1/system/maintenance`. */
-export interface MaintenanceStatus {
-  maintenanceMode: boolean;
-  popMaintenanceMode: boolean;
-  bufferedMessages: number;
-  bufferHealthy: boolean;
-  bufferStats: BufferStatus;
-}
+export type MaintenanceStatus = Answer<"/api/v1/system/maintenance", "get">;
 
 /** `POST /api/v1/system/maintenance`. */
-export interface MaintenanceResult {
-  maintenanceMode: boolean;
-  bufferedMessages: number;
-  bufferHealthy: boolean;
-  message: string;
-}
+export type MaintenanceResult = Answer<"/api/v1/system/maintenance", "post">;
 
-/** `GET`/`POST /api/v1/system/maintenance/pop`. */
-export interface PopMaintenanceResult {
-  popMaintenanceMode: boolean;
-  message?: string;
-}
+/** `GET`/`POST /api/v1/system/maintenance/pop`; `message` only in answers to a switch. */
+export type PopMaintenanceResult = Optional<Answer<"/api/v1/system/maintenance/pop", "get">, "message">;
 
 /** `POST /api/v1/stats/refresh`. */
 export type StatsRefreshResult = { refreshed: true; durationMs: number } | { skipped: true; reason: string };
 
 /** `GET /health`. */
-export interface Health {
-  status: "healthy" | "unhealthy";
-  database: "connected" | "disconnected";
-  server: string;
-  version: string;
-  worker_id: string;
-  uptimeSeconds: number;
-  maintenanceMode: boolean;
-  popMaintenanceMode: boolean;
-  failoverBuffer: { pending: number; healthy: boolean };
-}
+export type Health = Answer<"/health", "get">;
 
 /** `GET /metrics`: this instance's counters. */
-export interface InstanceMetrics {
-  uptime: number;
-  requests: { total: number; rate: number };
-  messages: { total: number; rate: number };
-  database: { poolSize: number; idleConnections: number; waitingRequests: number };
-  memory: { rssBytes: number };
-  cpu: { userSeconds: number; systemSeconds: number };
-  longPoll: { waiters: number };
-}
+export type InstanceMetrics = Answer<"/metrics", "get">;
+
+/** Checks that every feed's answer (`Answers`, their union) reads as {@link AnalyticsSeries}. */
+type EveryFeedReadsAsSeries<Answers extends AnalyticsSeries> = Answers;
+
+/** The SDK's own shapes above, checked against the document: compiling fails when they part ways. */
+type ConformanceChecks = [
+  Queries<QueryParams<"/api/v1/status", "get">, StatusQuery>,
+  Queries<QueryParams<"/api/v1/status/analytics", "get">, StatusQuery>,
+  Queries<QueryParams<`/api/v1/analytics/${AnalyticsFeed}`, "get">, AnalyticsQuery>,
+  Conform<Answer<"/api/v1/status", "get">, SystemStatus>,
+  Conform<Answer<"/api/v1/status/queues", "get">, StatusQueueList>,
+  Conform<Answer<"/api/v1/status/queues/{queue}", "get">, StatusQueueDetail>,
+  Conform<Item<Answer<"/api/v1/status/queues/{queue}/messages", "get">>, StatusQueueMessage>,
+  Conform<Answer<"/api/v1/status/analytics", "get">, MessageAnalytics>,
+  // The document lists both answers' fields as one object.
+  Conform<Partial<Answer<"/api/v1/stats/refresh", "post">>, StatsRefreshResult>,
+  EveryFeedReadsAsSeries<Answer<`/api/v1/analytics/${AnalyticsFeed}`, "get">>,
+];

@@ -1,7 +1,10 @@
 /**
  * Shapes of the messaging calls: push, pop, ack, lease extension, transaction, configure.
  * Field names are the wire names, except push results, which the client turns to camelCase.
+ * Read from the generated types, or checked against them, as in `admin-types.ts`.
  */
+
+import type { Answer, Conform, Item, Nullable, Optional, RequestBody } from "./wire.js";
 
 /** Options of a queue, as `POST /api/v1/configure` names them. Absent options keep their value. */
 export interface QueueOptions {
@@ -52,13 +55,11 @@ export interface ConfigureResult {
   options: Required<QueueOptions>;
 }
 
-/** Answer of `DELETE /api/v1/resources/queues/:queue`. */
-export interface DeleteQueueResult {
-  deleted: boolean;
-  queue: string;
-  /** False when there was no such queue (deleting is idempotent). */
-  existed: boolean;
-}
+/**
+ * Answer of `DELETE /api/v1/resources/queues/:queue`; `existed` is false when there was no such
+ * queue (deleting is idempotent).
+ */
+export type DeleteQueueResult = Answer<"/api/v1/resources/queues/{queue}", "delete">;
 
 /** One message to push. */
 export interface PushItem<T = unknown> {
@@ -74,7 +75,7 @@ export interface PushItem<T = unknown> {
 }
 
 /** Outcome of one pushed item. */
-export type PushStatus = "queued" | "duplicate" | "buffered" | "failed";
+export type PushStatus = Item<Answer<"/api/v1/push", "post">>["status"];
 
 /** Result of one pushed item, in the order of the items. */
 export interface PushResult {
@@ -127,7 +128,7 @@ export interface PopResponse<T = unknown> {
 }
 
 /** Status an ack gives a message. `success` is an alias of `completed`. */
-export type AckStatus = "completed" | "success" | "failed" | "retry" | "dlq";
+export type AckStatus = NonNullable<RequestBody<"/api/v1/ack", "post">["status"]>;
 
 /** Result of one ack item. Failures are in-band: `success: false` with a `code`. */
 export interface AckResult {
@@ -196,3 +197,19 @@ export interface CallOptions {
   /** Cancels the call, including its retries. */
   signal?: AbortSignal;
 }
+
+type PopWire = Answer<"/api/v1/pop/queue/{queue}", "get">;
+type RenewWire = Answer<"/api/v1/lease/{leaseId}/extend", "post">;
+
+/** The SDK's own shapes above, checked against the document: compiling fails when they part ways. */
+type ConformanceChecks = [
+  Conform<Partial<NonNullable<RequestBody<"/api/v1/configure", "post">["options"]>>, QueueOptions>,
+  Conform<Answer<"/api/v1/configure", "post">, ConfigureResult>,
+  Conform<Item<PopWire["messages"]>, Message>,
+  // `partitionsClaimed` only in answers of multi-partition pops; the empty `200` form (with a
+  // `reason`) has no partition id and no lease.
+  Conform<Nullable<Optional<PopWire, "partitionsClaimed">, "partitionId" | "leaseId">, PopResponse>,
+  Conform<Item<Answer<"/api/v1/ack/batch", "post">>, AckResult>,
+  Conform<Exclude<RenewWire, unknown[]>, RenewResult>,
+  Conform<Answer<"/api/v1/transaction", "post">, TransactionResult>,
+];

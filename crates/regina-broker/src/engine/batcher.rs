@@ -9,7 +9,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
-use crate::db::{Db, DbError};
+use crate::db::DbError;
 use crate::metrics::{DbCallMetrics, Metrics};
 
 /// Deadlocks and serialization failures are repeated in-process this many times (spec §4.14).
@@ -17,6 +17,10 @@ const CONFLICT_RETRIES_MAX: usize = 3;
 
 /// One kind of fused database call.
 pub(crate) trait BatchOp: Send + Sync + 'static {
+    /// What the calls run on: [`crate::db::Db`] in the broker, a fake in the batcher's tests.
+    /// The batcher only hands it to [`BatchOp::call`] and [`BatchOp::abandoned`], from as many
+    /// tasks as there are slots.
+    type Executor: Clone + Send + Sync + 'static;
     /// One HTTP request's share of a call.
     type Request: Send + Sync + 'static;
     /// Its answer.
@@ -37,14 +41,14 @@ pub(crate) trait BatchOp: Send + Sync + 'static {
     /// The call's [`DbError`]; the batcher decides whether to isolate requests.
     fn call(
         &self,
-        db: &Db,
+        executor: &Self::Executor,
         requests: &[&Self::Request],
     ) -> impl Future<Output = Result<Vec<Self::Response>, DbError>> + Send;
 
     /// Handles answers whose requester went away before receiving them.
     fn abandoned(
         &self,
-        _db: &Db,
+        _executor: &Self::Executor,
         _responses: Vec<Self::Response>,
     ) -> impl Future<Output = ()> + Send {
         async {}
@@ -77,10 +81,15 @@ pub(crate) struct Batcher<O: BatchOp> {
 
 impl<O: BatchOp> Batcher<O> {
     /// Starts the dispatcher task; its calls are counted under `op` = [`BatchOp::NAME`].
-    pub(crate) fn start(op: Arc<O>, db: Db, settings: BatchSettings, metrics: &Metrics) -> Self {
+    pub(crate) fn start(
+        op: Arc<O>,
+        executor: O::Executor,
+        settings: BatchSettings,
+        metrics: &Metrics,
+    ) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         let calls = metrics.db_calls(O::NAME);
-        tokio::spawn(dispatch(op, db, settings, calls, receiver));
+        tokio::spawn(dispatch(op, executor, settings, calls, receiver));
         Batcher { sender }
     }
 
@@ -102,7 +111,7 @@ impl<O: BatchOp> Batcher<O> {
 
 async fn dispatch<O: BatchOp>(
     op: Arc<O>,
-    db: Db,
+    executor: O::Executor,
     settings: BatchSettings,
     calls: DbCallMetrics,
     mut receiver: mpsc::UnboundedReceiver<Job<O>>,
@@ -146,7 +155,7 @@ async fn dispatch<O: BatchOp>(
         }
         tokio::spawn(run_batch(
             op.clone(),
-            db.clone(),
+            executor.clone(),
             calls.clone(),
             jobs,
             permit,
@@ -156,7 +165,7 @@ async fn dispatch<O: BatchOp>(
 
 async fn run_batch<O: BatchOp>(
     op: Arc<O>,
-    db: Db,
+    executor: O::Executor,
     calls: DbCallMetrics,
     jobs: Vec<Job<O>>,
     _permit: OwnedSemaphorePermit,
@@ -167,17 +176,17 @@ async fn run_batch<O: BatchOp>(
             jobs.into_iter().map(|j| (j.request, j.reply)).unzip();
         let refs: Vec<&O::Request> = requests.iter().collect();
         let started = std::time::Instant::now();
-        let outcome = call_with_retries(&*op, &db, &calls, &refs).await;
+        let outcome = call_with_retries(&*op, &executor, &calls, &refs).await;
         tracing::debug!(
             elapsed_us = started.elapsed().as_micros() as u64,
             ok = outcome.is_ok(),
             "batch done"
         );
         match outcome {
-            Ok(responses) => deliver(&*op, &db, replies, responses).await,
+            Ok(responses) => deliver(&*op, &executor, replies, responses).await,
             Err(error) if error.is_isolatable() && refs.len() > 1 => {
                 tracing::warn!(%error, "fused call failed; running its requests one by one");
-                isolate(&*op, &db, &calls, &refs, replies).await;
+                isolate(&*op, &executor, &calls, &refs, replies).await;
             }
             Err(error) => {
                 if !matches!(error, DbError::Unavailable(_) | DbError::Timeout(_)) {
@@ -195,14 +204,14 @@ async fn run_batch<O: BatchOp>(
 
 async fn call_with_retries<O: BatchOp>(
     op: &O,
-    db: &Db,
+    executor: &O::Executor,
     calls: &DbCallMetrics,
     requests: &[&O::Request],
 ) -> Result<Vec<O::Response>, DbError> {
     let mut attempt = 0;
     loop {
         let started = std::time::Instant::now();
-        let outcome = op.call(db, requests).await;
+        let outcome = op.call(executor, requests).await;
         calls.call(requests.len(), started.elapsed(), outcome.is_ok());
         match outcome {
             Err(DbError::Conflict(message)) if attempt < CONFLICT_RETRIES_MAX => {
@@ -226,14 +235,14 @@ async fn call_with_retries<O: BatchOp>(
 /// neighbours (spec §5.5).
 async fn isolate<O: BatchOp>(
     op: &O,
-    db: &Db,
+    executor: &O::Executor,
     calls: &DbCallMetrics,
     requests: &[&O::Request],
     replies: Vec<oneshot::Sender<Result<O::Response, DbError>>>,
 ) {
     let calls = requests
         .iter()
-        .map(|request| call_with_retries(op, db, calls, std::slice::from_ref(request)));
+        .map(|request| call_with_retries(op, executor, calls, std::slice::from_ref(request)));
     let outcomes = futures::future::join_all(calls).await;
     let mut abandoned = Vec::new();
     for (outcome, reply) in outcomes.into_iter().zip(replies) {
@@ -250,13 +259,13 @@ async fn isolate<O: BatchOp>(
         }
     }
     if !abandoned.is_empty() {
-        op.abandoned(db, abandoned).await;
+        op.abandoned(executor, abandoned).await;
     }
 }
 
 async fn deliver<O: BatchOp>(
     op: &O,
-    db: &Db,
+    executor: &O::Executor,
     replies: Vec<oneshot::Sender<Result<O::Response, DbError>>>,
     responses: Vec<O::Response>,
 ) {
@@ -267,6 +276,9 @@ async fn deliver<O: BatchOp>(
         }
     }
     if !abandoned.is_empty() {
-        op.abandoned(db, abandoned).await;
+        op.abandoned(executor, abandoned).await;
     }
 }
+
+#[cfg(test)]
+mod tests;

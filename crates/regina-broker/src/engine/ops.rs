@@ -111,6 +111,7 @@ pub(crate) struct PushOp {
 }
 
 impl BatchOp for PushOp {
+    type Executor = Db;
     type Request = PushRequest;
     type Response = Vec<String>;
     const NAME: &'static str = "push";
@@ -198,6 +199,7 @@ pub(crate) struct PopOp {
 }
 
 impl BatchOp for PopOp {
+    type Executor = Db;
     type Request = PopRequest;
     type Response = PopOutcome;
     const NAME: &'static str = "pop";
@@ -268,6 +270,7 @@ pub(crate) struct AckOp {
 }
 
 impl BatchOp for AckOp {
+    type Executor = Db;
     type Request = AckRequest;
     type Response = Vec<String>;
     const NAME: &'static str = "ack";
@@ -308,6 +311,7 @@ pub(crate) struct ExtendRequest {
 pub(crate) struct ExtendOp;
 
 impl BatchOp for ExtendOp {
+    type Executor = Db;
     type Request = ExtendRequest;
     type Response = String;
     const NAME: &'static str = "lease_extend";

@@ -6,9 +6,7 @@
 use serde_json::{json, Value};
 use time::Duration;
 
-use crate::stats_support::{
-    iso, midnight, minute, q, queue_metrics, refresh_stats, worker_metrics,
-};
+use crate::stats_support::{iso, midnight, minute, q, queue_metrics, worker_metrics};
 use crate::support::{start, Api, Reply};
 
 async fn feed(api: &Api, name: &str, query: &str) -> Reply {
@@ -289,7 +287,7 @@ async fn queue_lag_reads_the_history_the_refresh_samples() {
     api.push_to("lagging", "p", &[json!(1), json!(2), json!(3)])
         .await;
     api.pop("lagging", "autoAck=true").await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let r = feed(&api, "queue-lag", "queue=lagging").await;
     let labels = json!({"queue": "lagging"});
     let depth = series(&r, "depth", &labels)["points"]
@@ -438,7 +436,7 @@ async fn long_ranges_read_the_hourly_sums_the_refresh_keeps() {
         )
         .await;
     }
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
 
     // Three days: one-hour buckets, read from the hourly sums the refresh just computed.
     let now = minute(&b, 0).await;

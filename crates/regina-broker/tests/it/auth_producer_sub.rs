@@ -1,8 +1,7 @@
 //! §1.6, §4.14: `producerSub` is the verified token's `sub`, stamped on every push (standalone,
 //! in a transaction, and through the failover buffer), whatever the client sends.
 
-use std::time::Duration;
-
+use regina_testkit::DEADLINE;
 use serde_json::{json, Value};
 
 use crate::jwt::{start_auth, token, As};
@@ -119,7 +118,7 @@ async fn buffered_pushes_keep_their_producer_sub_through_the_replay() {
         .post("/api/v1/system/maintenance", json!({"enabled": false}))
         .await;
     assert_eq!(off.status, 200, "{off:?}");
-    let delivered = tokio::time::timeout(Duration::from_secs(15), waiting)
+    let delivered = tokio::time::timeout(DEADLINE, waiting)
         .await
         .unwrap()
         .unwrap();

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use regina_testkit::TestBroker;
+use regina_testkit::{wait_until, TestBroker};
 use serde_json::json;
 
 use crate::support::{start_with, Api};
@@ -50,19 +50,6 @@ async fn runs(
         .collect()
 }
 
-/// Polls `check` every 50 ms until it holds or `within` passes.
-async fn eventually<F, Fut>(within: Duration, what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + within;
-    while !check().await {
-        assert!(Instant::now() < deadline, "not within {within:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retention_deletes_old_messages_and_frees_their_keys() {
     let (b, api) = start_with(fast_jobs("solo")).await;
@@ -74,11 +61,9 @@ async fn retention_deletes_old_messages_and_frees_their_keys() {
         .push(json!([{"queue": "r", "transactionId": "k1", "payload": 9}]))
         .await;
     assert_eq!(dup.body[0]["status"], "duplicate");
-    eventually(
-        Duration::from_secs(10),
-        "retention deleted both",
-        || async { stored(&b, "r").await == 0 },
-    )
+    wait_until("retention deleted both", || async {
+        stored(&b, "r").await == 0
+    })
     .await;
     let again = api
         .push(json!([{"queue": "r", "transactionId": "k1", "payload": 3}]))
@@ -104,19 +89,15 @@ async fn a_leased_message_survives_retention_until_its_lease_ends() {
     let pop = api.pop("r", "").await;
     // Several passes run after the message is old enough; none may take it.
     let old_since = Instant::now() + Duration::from_secs(1);
-    eventually(
-        Duration::from_secs(10),
-        "passes after the message aged",
-        || async {
-            runs(&b, "retention").await.len() >= 3
-                && Instant::now() > old_since + Duration::from_millis(300)
-        },
-    )
+    wait_until("passes after the message aged", || async {
+        runs(&b, "retention").await.len() >= 3
+            && Instant::now() > old_since + Duration::from_millis(300)
+    })
     .await;
     assert_eq!(stored(&b, "r").await, 1, "inside an active lease: spared");
     let ack = api.ack_msg(&pop.messages()[0], "completed").await;
     assert_eq!(ack["success"], true, "the ack finds its message: {ack}");
-    eventually(Duration::from_secs(10), "deleted once settled", || async {
+    wait_until("deleted once settled", || async {
         stored(&b, "r").await == 0
     })
     .await;
@@ -128,7 +109,7 @@ async fn eviction_deletes_unconsumed_messages_and_consumers_move_on() {
     api.configure("e", json!({"maxWaitTimeSeconds": 1})).await;
     api.pop("e", "consumerGroup=g").await.assert_empty("empty");
     api.push_to("e", "p", &[json!(1), json!(2)]).await;
-    eventually(Duration::from_secs(10), "eviction deleted both", || async {
+    wait_until("eviction deleted both", || async {
         stored(&b, "e").await == 0
     })
     .await;
@@ -142,22 +123,20 @@ async fn eviction_deletes_unconsumed_messages_and_consumers_move_on() {
 async fn only_the_leader_runs_the_jobs_and_another_instance_takes_over() {
     let (a, api_a) = start_with(fast_jobs("first")).await;
     api_a.configure("r", json!({"retentionSeconds": 1})).await;
-    eventually(
-        Duration::from_secs(10),
-        "the first instance leads",
-        || async { !runs(&a, "retention").await.is_empty() },
-    )
+    wait_until("the first instance leads", || async {
+        !runs(&a, "retention").await.is_empty()
+    })
     .await;
     let b = TestBroker::start_on(&a.database_url, fast_jobs("second")).await;
     let api_b = Api::new(&b);
     // Work for both: messages that age while both instances run.
     api_b.push_to("r", "p", &[json!(1), json!(2)]).await;
-    eventually(Duration::from_secs(10), "deleted by the leader", || async {
+    wait_until("deleted by the leader", || async {
         stored(&a, "r").await == 0
     })
     .await;
     let before = runs(&a, "retention").await.len();
-    eventually(Duration::from_secs(10), "more passes", || async {
+    wait_until("more passes", || async {
         runs(&a, "retention").await.len() >= before + 10
     })
     .await;
@@ -171,16 +150,12 @@ async fn only_the_leader_runs_the_jobs_and_another_instance_takes_over() {
     let stopped_at = crate::support::db_now(&a).await;
     a.shutdown().await;
     api_b.push_to("r", "p", &[json!(3)]).await;
-    eventually(
-        Duration::from_secs(15),
-        "the second instance took over",
-        || async {
-            runs(&b, "retention")
-                .await
-                .iter()
-                .any(|(worker, _, _)| worker == "second")
-        },
-    )
+    wait_until("the second instance took over", || async {
+        runs(&b, "retention")
+            .await
+            .iter()
+            .any(|(worker, _, _)| worker == "second")
+    })
     .await;
     let passes = runs(&b, "retention").await;
     for (worker, started, _) in &passes {
@@ -195,10 +170,8 @@ async fn only_the_leader_runs_the_jobs_and_another_instance_takes_over() {
     for pair in passes.windows(2) {
         assert!(pair[0].2 <= pair[1].1, "passes overlap: {pair:?}");
     }
-    eventually(
-        Duration::from_secs(10),
-        "deleted by the new leader",
-        || async { stored(&b, "r").await == 0 },
-    )
+    wait_until("deleted by the new leader", || async {
+        stored(&b, "r").await == 0
+    })
     .await;
 }

@@ -19,7 +19,6 @@ const PRODUCERS: usize = 4;
 const GROUPS: [Option<&str>; 3] = [Some("g1"), Some("g2"), None];
 const CONSUMERS_PER_GROUP: usize = 2;
 const PRODUCE_FOR: Duration = Duration::from_secs(7);
-const DRAIN_FOR: Duration = Duration::from_secs(20);
 /// Per partition of a delivery: ack a prefix `completed`, then the next message `failed`.
 const FAIL_P: f64 = 0.05;
 /// Per partition of a delivery: ack a prefix `completed`, abandon the rest to lease expiry.
@@ -408,7 +407,7 @@ async fn check(configure: impl FnOnce(&mut regina_broker::Config)) {
     for p in producers {
         p.await.expect("producer panicked");
     }
-    let drain_deadline = Instant::now() + DRAIN_FOR;
+    let drain_deadline = Instant::now() + regina_testkit::DEADLINE;
     while !all_settled(&model).await && Instant::now() < drain_deadline {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

@@ -3,7 +3,6 @@
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 
-use crate::stats_support::refresh_stats;
 use crate::support::{assert_iso, db_now, enc, start, Api, Reply};
 
 /// Makes every message of `queue`/`partition` `hours` older, so lag crosses the spec's
@@ -61,7 +60,7 @@ async fn listing_has_a_row_per_group_and_queue_with_lag_and_state() {
         .assert_empty("empty");
 
     // Lag is that of the last stats refresh.
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let all = rows(&groups(&api, "").await, 4);
     let names: Vec<(String, String)> = all
         .iter()
@@ -116,7 +115,7 @@ async fn listing_has_a_row_per_group_and_queue_with_lag_and_state() {
     assert_eq!(without_age(&page[0]), without_age(billing));
     assert!(page[0]["maxTimeLag"].as_u64().unwrap() < 60);
     age(&b, "orders", "p2", 1).await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let lagging = rows(&groups(&api, "").await, 4);
     assert_eq!(lagging[2]["state"], "Lagging");
     assert!(lagging[2]["maxTimeLag"].as_u64().unwrap() >= 3_600);
@@ -140,7 +139,7 @@ async fn lagging_lists_partitions_with_old_heads_largest_lag_first() {
     age(&b, "q", "p1", 3).await;
     age(&b, "q", "p2", 2).await;
     age(&b, "q", "p3", 1).await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
 
     let r = api.get("/api/v1/consumer-groups/lagging").await;
     assert_eq!(r.status, 200, "{r:?}");

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::support::{start, Api};
+use crate::support::start;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn health_reports_healthy_with_database_connected() {
@@ -73,23 +73,7 @@ async fn health_turns_unhealthy_while_database_refuses_connections_and_recovers(
         took < Duration::from_millis(2500),
         "health took {took:?} (limit 2 s)"
     );
-    wait_healthy(&api).await;
-}
-
-async fn wait_healthy(api: &Api) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = api.get("/health").await;
-        if r.status == 200 {
-            assert_eq!(r.body["database"], "connected");
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "broker did not reconnect by itself: {r:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    api.wait_healthy().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -252,11 +252,7 @@ async fn a_full_buffer_refuses_pushes_that_need_it_and_stores_nothing() {
         "the refused request left nothing: {status:?}"
     );
     set(&api, "/api/v1/system/maintenance", false).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while api.get("/api/v1/status/buffers").await.body["pending"] != 0 {
-        assert!(Instant::now() < deadline, "not replayed");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    api.wait_replayed().await;
     assert_eq!(
         api.pop("f", "batch=10&autoAck=true").await.data(),
         vec![json!(1)]
@@ -297,15 +293,7 @@ async fn a_record_that_fails_its_replay_is_set_aside_and_unblocks_its_partition(
         .await;
     assert_eq!(r.status, 201, "{r:?}");
     set(&api, "/api/v1/system/maintenance", false).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    let status = loop {
-        let s = api.get("/api/v1/status/buffers").await;
-        if s.body["pending"] == 0 {
-            break s;
-        }
-        assert!(Instant::now() < deadline, "not replayed: {s:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let status = api.wait_replayed().await;
     assert_eq!(status.body["failed"], 1, "{status:?}");
     assert_eq!(status.body["partitionsBlocked"], 0, "{status:?}");
     let popped = api.pop_partition("x", "p", "batch=10&autoAck=true").await;

@@ -2,9 +2,9 @@
 //! `regina.worker_metrics` and `regina.queue_metrics` every `STATS_INTERVAL_MS`, once, also
 //! across a failed write, and a last time when it stops.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use regina_testkit::TestBroker;
+use regina_testkit::{eventually, wait_until, TestBroker};
 use serde_json::json;
 
 use crate::support::{start_with, Api};
@@ -39,18 +39,15 @@ async fn queue_sums(b: &TestBroker, worker: &str, queue: &str) -> [i64; 7] {
 /// Waits until `queue_sums` equals `expected`, then for three more write intervals, so that a
 /// count written twice would show.
 async fn sums_settle_at(b: &TestBroker, worker: &str, queue: &str, expected: [i64; 7]) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    eventually(&format!("history of {queue} is {expected:?}"), || async {
         let sums = queue_sums(b, worker, queue).await;
         if sums == expected {
-            break;
+            Ok(())
+        } else {
+            Err(sums)
         }
-        assert!(
-            Instant::now() < deadline,
-            "history of {queue}: {sums:?}, want {expected:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     tokio::time::sleep(Duration::from_millis(350)).await;
     assert_eq!(
         queue_sums(b, worker, queue).await,
@@ -131,8 +128,7 @@ async fn parked_waiters_are_sampled_per_queue() {
         tokio::spawn(async move { api.pop("idle", "wait=true&timeout=3000").await })
     };
     api.wait_for_waiters(1).await;
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
+    wait_until("the parked pop is sampled", || async {
         let row = b
             .db()
             .await
@@ -144,15 +140,9 @@ async fn parked_waiters_are_sampled_per_queue() {
             )
             .await
             .unwrap();
-        if row.is_some_and(|r| r.get::<_, i32>(0) == 1) {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the parked pop was never sampled"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        row.is_some_and(|r| r.get::<_, i32>(0) == 1)
+    })
+    .await;
     let longpoll: i32 = b
         .db()
         .await

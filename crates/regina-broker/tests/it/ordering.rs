@@ -39,7 +39,7 @@ async fn hammer(api: &Api, requests: usize, items: usize, consumers: usize) -> V
             }
         }));
     }
-    let deadline = Instant::now() + Duration::from_secs(60);
+    let deadline = Instant::now() + regina_testkit::DEADLINE;
     let mut consumer_tasks = vec![];
     for _ in 0..consumers {
         let api = Api {

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use regina_broker::devdb::{DevDb, DevDbOptions};
-use regina_testkit::TestBroker;
+use regina_testkit::{eventually, TestBroker};
 use serde_json::{json, Value};
 
 use crate::support::{assert_uuid_v7, Api};
@@ -79,35 +79,6 @@ async fn broker_on(
     let broker = TestBroker::start_on(&cluster.url(), f).await;
     let api = Api::new(&broker);
     (broker, api)
-}
-
-/// Polls `/api/v1/status/buffers` until nothing is pending.
-async fn wait_replayed(api: &Api, within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let r = api.get("/api/v1/status/buffers").await;
-        assert_eq!(r.status, 200, "{r:?}");
-        if r.body["pending"] == 0 {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "buffer not replayed in {within:?}: {}",
-            r.body
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn wait_healthy(api: &Api) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while api.get("/health").await.status != 200 {
-        assert!(
-            Instant::now() < deadline,
-            "broker did not reconnect by itself"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Every stored message of `queue` as (partition, seq) in offset order, read from the database.
@@ -245,8 +216,8 @@ async fn acknowledged_pushes_survive_an_outage_in_partition_order() {
     for producer in producers {
         refused += producer.await.unwrap();
     }
-    wait_healthy(&api).await;
-    wait_replayed(&api, Duration::from_secs(20)).await;
+    api.wait_healthy().await;
+    api.wait_replayed().await;
 
     let resumed = parked.await.unwrap();
     assert_eq!(
@@ -306,7 +277,7 @@ async fn new_pushes_queue_behind_buffered_records_of_their_partition() {
     assert_uuid_v7(&entry["message_id"]);
 
     cluster.restart().await;
-    wait_healthy(&api).await;
+    api.wait_healthy().await;
     // PostgreSQL answers again, but p has a buffered record: its new push queues behind it,
     // while the same request's item for q is stored at once.
     let split = api
@@ -358,20 +329,17 @@ async fn new_pushes_queue_behind_buffered_records_of_their_partition() {
         .map(|m| m["transactionId"].clone())
         .collect();
     assert_eq!(ids[0], "k-2", "replay keeps the transaction id");
-    wait_replayed(&api, Duration::from_secs(5)).await;
+    api.wait_replayed().await;
     // The writer deletes a replayed segment right after the replay is recorded.
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
+    eventually("replayed segments are deleted", || async {
         let buffers = api.get("/api/v1/status/buffers").await;
         if buffers.body["segments"] == 0 {
-            break;
+            Ok(())
+        } else {
+            Err(buffers)
         }
-        assert!(
-            Instant::now() < deadline,
-            "replayed segments are deleted: {buffers:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -408,7 +376,7 @@ async fn a_restarted_broker_replays_what_it_buffered_before_it_stopped() {
 
     cluster.restart().await;
     let (_second, api) = broker_on(&cluster, |c| c.file_buffer_dir = dir.clone()).await;
-    wait_replayed(&api, Duration::from_secs(10)).await;
+    api.wait_replayed().await;
     let popped = api.pop("r", "batch=10&autoAck=true").await;
     assert_eq!(popped.data(), vec![json!(1), json!(2), json!(3)]);
     let _ = std::fs::remove_dir_all(&buffer_dir);
@@ -444,8 +412,8 @@ async fn a_cycle_is_never_buffered_and_answers_503_while_the_database_is_down() 
     assert_eq!(pushed.body[0]["status"], "buffered", "{pushed:?}");
 
     cluster.restart().await;
-    wait_healthy(&api).await;
-    wait_replayed(&api, Duration::from_secs(30)).await;
+    api.wait_healthy().await;
+    api.wait_replayed().await;
     let r = api
         .pop("sink", "consumerGroup=reader&batch=10&autoAck=true")
         .await;

@@ -5,7 +5,7 @@ use reqwest::Method;
 use serde_json::{json, Value};
 
 use crate::ack::{ack1, assert_fail, item};
-use crate::stats_support::{minute, queue_metrics, refresh_stats};
+use crate::stats_support::{minute, queue_metrics};
 use crate::support::{assert_iso, enc, start, Api, Reply};
 
 pub async fn delete(api: &Api, path: &str) -> Reply {
@@ -38,7 +38,7 @@ async fn queue_listing_filters_orders_pages_and_counts() {
     assert_eq!(leased.status, 200, "{leased:?}");
 
     // Message counts are those of the last stats refresh (spec §4.16).
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let r = api.get("/api/v1/resources/queues").await;
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(
@@ -123,7 +123,7 @@ async fn queue_detail_reports_options_partitions_and_six_counts() {
     assert_eq!(res["dlq"], true, "{res}");
 
     // Message counts are those of the last stats refresh (spec §4.16).
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.status, 200, "{d:?}");
     assert_eq!(d.body["name"], "q");
@@ -181,7 +181,7 @@ async fn a_failed_attempt_counts_its_head_once_per_group() {
         .await;
     }
     // Message counts are those of the last stats refresh (spec §4.16).
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let d = detail(&api, "q", "").await;
     assert_eq!(
         d.body["totals"],
@@ -200,7 +200,7 @@ async fn partition_listing_filters_orders_and_counts_groups_and_leases() {
         .await;
 
     // Message counts are those of the last stats refresh (spec §4.16).
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let r = api.get("/api/v1/resources/partitions").await;
     assert_eq!(r.status, 200, "{r:?}");
     let rows: Vec<(String, String)> = r.body["partitions"]
@@ -257,7 +257,7 @@ async fn namespaces_and_tasks_group_queues_with_empty_labels_under_empty_strings
     api.pop("shop.orders", "batch=2&autoAck=true").await;
 
     // Message counts are those of the last stats refresh (spec §4.16).
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let n = api.get("/api/v1/resources/namespaces").await;
     assert_eq!(n.status, 200, "{n:?}");
     assert_eq!(
@@ -364,7 +364,7 @@ async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() 
         .pop("q", "consumerGroup=late&subscriptionMode=new&batch=1")
         .await;
     assert_eq!(late.status, 204, "late subscribes from now: {late:?}");
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     assert_eq!(detail(&api, "q", "").await.body["totals"]["total"], 4);
 
     let r = delete(&api, "/api/v1/queues/q/clear").await;
@@ -386,7 +386,7 @@ async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() 
         );
     }
     // Message counts are those of the last stats refresh (spec §4.16).
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.body["options"], configured.body["options"]);
     assert_eq!(names(&d.body["partitions"]), ["Default", "p", "r"]);
@@ -459,7 +459,7 @@ async fn overview_counts_queues_messages_lag_and_throughput() {
         .await;
     assert_eq!(taken.messages().len(), 3);
     api.push_to("billing.invoices", "c", &[json!(5)]).await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     // The throughput is the last complete minute's: when the minute ends before the answer, the
     // rows are written again for the new one.
     let mut r = api.get("/api/v1/resources/overview").await;

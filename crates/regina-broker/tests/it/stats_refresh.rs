@@ -2,20 +2,17 @@
 //! recorded, skipped while another session holds the lock, following changes from one pass to
 //! the next, run by the leader every interval.
 
-use std::time::{Duration, Instant};
-
+use regina_testkit::eventually;
 use serde_json::json;
 use time::OffsetDateTime;
 
-use crate::stats_support::{
-    midnight, minute, queue_metrics, refresh_stats, worker_metrics, STATS_LOCK_KEY,
-};
+use crate::stats_support::{midnight, minute, queue_metrics, worker_metrics, STATS_LOCK_KEY};
 use crate::support::{enc, start, start_with, Reply};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_refresh_runs_a_pass_and_records_it() {
     let (b, api) = start_with(|c| c.worker_id = Some("refresher".into())).await;
-    let body = refresh_stats(&api).await;
+    let body = api.refresh_stats().await;
     assert!(body["durationMs"].as_u64().is_some(), "{body}");
     let runs: i64 = b
         .db()
@@ -53,7 +50,7 @@ async fn stats_refresh_is_skipped_while_another_session_holds_the_lock() {
         .execute("select pg_advisory_unlock($1)", &[&STATS_LOCK_KEY])
         .await
         .unwrap();
-    assert_eq!(refresh_stats(&api).await["refreshed"], true);
+    assert_eq!(api.refresh_stats().await["refreshed"], true);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -62,7 +59,7 @@ async fn stats_follow_pops_acks_and_deletes_from_one_refresh_to_the_next() {
     api.configure("f", json!({"retryLimit": 5})).await;
     let pushed = api.push_to("f", "p", &[json!(1), json!(2), json!(3)]).await;
     api.push_to("f", "quiet", &[json!(4)]).await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let totals = |r: &Reply| r.body["totals"].clone();
     let d = api.get("/api/v1/status/queues/f").await;
     assert_eq!(
@@ -71,13 +68,13 @@ async fn stats_follow_pops_acks_and_deletes_from_one_refresh_to_the_next() {
     );
 
     let leased = api.pop_partition("f", "p", "batch=2").await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let d = api.get("/api/v1/status/queues/f").await;
     assert_eq!(totals(&d)["processing"], 2);
 
     api.ack_msg(&leased.messages()[0], "completed").await;
     api.ack_msg(&leased.messages()[1], "failed").await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let d = api.get("/api/v1/status/queues/f").await;
     assert_eq!(
         totals(&d),
@@ -95,7 +92,7 @@ async fn stats_follow_pops_acks_and_deletes_from_one_refresh_to_the_next() {
         )
         .await;
     assert_eq!(del.status, 200, "{del:?}");
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let d = api.get("/api/v1/status/queues/f").await;
     assert_eq!(totals(&d)["total"], 3, "the delete is seen");
 }
@@ -108,16 +105,15 @@ async fn the_leader_refreshes_the_stats_every_interval() {
     })
     .await;
     api.push_to("auto", "p", &[json!(1), json!(2)]).await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    eventually("the leader refreshes the stats", || async {
         let o = api.get("/api/v1/resources/overview").await;
-        if o.body["messages"]["total"] == 2 {
-            assert!(o.body["statsAge"].as_i64().is_some_and(|a| a <= 2), "{o:?}");
-            break;
+        if o.body["messages"]["total"] != 2 {
+            return Err(o);
         }
-        assert!(Instant::now() < deadline, "never refreshed: {o:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+        assert!(o.body["statsAge"].as_i64().is_some_and(|a| a <= 2), "{o:?}");
+        Ok(())
+    })
+    .await;
     let workers: Vec<String> = b
         .db()
         .await
@@ -160,8 +156,7 @@ async fn the_leader_trims_metrics_history_older_than_the_retention() {
             .await
             .unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
+    eventually("the history trim keeps the recent rows", || async {
         let left: Vec<i64> = b
             .db()
             .await
@@ -176,11 +171,12 @@ async fn the_leader_trims_metrics_history_older_than_the_retention() {
             .map(|r| vec![r.get(0), r.get(1), r.get(2)])
             .unwrap();
         if left == [1, 1, 1] {
-            break;
+            Ok(())
+        } else {
+            Err(left)
         }
-        assert!(Instant::now() < deadline, "left {left:?}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
     let kept: OffsetDateTime = b
         .db()
         .await

@@ -1,34 +1,13 @@
-//! Helpers of the stats, status and analytics tests: running a stats refresh, instants of the
-//! database clock, and rows of the metrics history written as each instance writes its own.
-
-use std::time::{Duration, Instant};
+//! Helpers of the stats, status and analytics tests: instants of the database clock, and rows of
+//! the metrics history written as each instance writes its own.
 
 use regina_testkit::TestBroker;
-use serde_json::{json, Value};
+use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::support::{enc, Api};
+use crate::support::enc;
 
 pub const STATS_LOCK_KEY: i64 = 0x7265_6769_6e61_0013;
-
-/// `POST /api/v1/stats/refresh` until a pass runs here (the leader's own pass may hold the lock
-/// for a moment); returns its answer.
-pub async fn refresh_stats(api: &Api) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let r = api.post("/api/v1/stats/refresh", &json!({})).await;
-        assert_eq!(r.status, 200, "{r:?}");
-        if r.body["refreshed"] == true {
-            return r.body;
-        }
-        assert_eq!(
-            r.body,
-            json!({"skipped": true, "reason": "another_instance_running"})
-        );
-        assert!(Instant::now() < deadline, "no refresh ran: {r:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
 
 /// The start of the minute `minutes_ago` minutes before the database's current minute.
 pub async fn minute(b: &TestBroker, minutes_ago: i32) -> OffsetDateTime {

@@ -4,9 +4,7 @@
 use serde_json::{json, Value};
 
 use crate::ack::{ack1, item};
-use crate::stats_support::{
-    iso, midnight, minute, q, queue_metrics, refresh_stats, rollup, worker_metrics,
-};
+use crate::stats_support::{iso, midnight, minute, q, queue_metrics, rollup, worker_metrics};
 use crate::support::{assert_iso, start, Api, Reply};
 
 async fn status(api: &Api, query: &str) -> Reply {
@@ -38,7 +36,7 @@ async fn status_counts_messages_leases_and_dead_letters() {
     failed["error"] = json!("card declined");
     let res = ack1(&api, failed).await;
     assert_eq!(res["dlq"], true, "{res}");
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
 
     let r = status(&api, "").await;
     assert_eq!(
@@ -273,7 +271,7 @@ async fn status_queues_pages_counts_and_range_throughput() {
         api.configure(q, json!({"priority": 2})).await;
     }
     api.push_to("a.one", "p", &[json!(1), json!(2)]).await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let recent = minute(&b, 2).await;
     queue_metrics(&b, recent, "a.one", "w", json!({"pushed": 7, "acked": 5})).await;
     queue_metrics(
@@ -346,7 +344,7 @@ async fn status_queue_detail_reports_config_partitions_and_totals() {
     let r = api.pop_partition("q", "x", "batch=2&autoAck=true").await;
     assert_eq!(r.messages().len(), 2);
     api.pop_partition("q", "y", "").await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
 
     let d = api.get("/api/v1/status/queues/q").await;
     assert_eq!(d.status, 200, "{d:?}");
@@ -410,7 +408,7 @@ async fn status_queue_messages_are_newest_first_with_a_total_count() {
     }
     api.pop_partition("m", "p1", "autoAck=true").await;
     api.push_one("other", "p1", json!("x")).await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
 
     let r = api
         .get("/api/v1/status/queues/m/messages?limit=2&offset=1")

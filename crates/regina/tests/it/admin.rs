@@ -4,9 +4,7 @@
 use regina_testkit::TestBroker;
 use serde_json::{json, Value};
 
-use crate::support::{
-    configure, get, interrupt, pop, push, refresh_stats, regina, spawn, wait_for_waiters,
-};
+use crate::support::{interrupt, regina, spawn};
 
 /// Exit status of a pop that found nothing.
 const EXIT_EMPTY: i32 = 3;
@@ -14,10 +12,12 @@ const EXIT_EMPTY: i32 = 3;
 #[tokio::test]
 async fn queues_json_lists_queues_with_counts_and_filters() {
     let broker = TestBroker::start().await;
-    push(&broker, "billing.invoices", "a", &[json!(1), json!(2)]).await;
-    push(&broker, "billing.invoices", "b", &[json!(3)]).await;
-    push(&broker, "shipping.labels", "a", &[json!(4)]).await;
-    refresh_stats(&broker).await;
+    let api = broker.api();
+    api.push_to("billing.invoices", "a", &[json!(1), json!(2)])
+        .await;
+    api.push_to("billing.invoices", "b", &[json!(3)]).await;
+    api.push_to("shipping.labels", "a", &[json!(4)]).await;
+    api.refresh_stats().await;
 
     let listed = regina(&broker, &["queues", "--json"]).await.json();
     let names: Vec<&str> = listed["queues"]
@@ -50,7 +50,8 @@ async fn queues_json_lists_queues_with_counts_and_filters() {
 #[tokio::test]
 async fn queues_prints_a_table() {
     let broker = TestBroker::start().await;
-    push(&broker, "orders", "a", &[json!(1)]).await;
+    let api = broker.api();
+    api.push_to("orders", "a", &[json!(1)]).await;
     let run = regina(&broker, &["queues"]).await;
     let mut lines = run.ok().lines();
     assert!(lines.next().unwrap().starts_with("NAME"), "{run:#?}");
@@ -61,9 +62,10 @@ async fn queues_prints_a_table() {
 #[tokio::test]
 async fn queue_shows_options_and_partitions() {
     let broker = TestBroker::start().await;
-    configure(&broker, "orders", json!({"leaseTime": 42})).await;
-    push(&broker, "orders", "c7", &[json!(1), json!(2)]).await;
-    refresh_stats(&broker).await;
+    let api = broker.api();
+    api.configure("orders", json!({"leaseTime": 42})).await;
+    api.push_to("orders", "c7", &[json!(1), json!(2)]).await;
+    api.refresh_stats().await;
 
     let detail = regina(&broker, &["queue", "orders", "--json"]).await.json();
     assert_eq!(detail["name"], "orders");
@@ -96,9 +98,10 @@ async fn queue_of_an_unknown_name_is_queue_not_found() {
 #[tokio::test]
 async fn groups_lists_groups_and_shows_one() {
     let broker = TestBroker::start().await;
-    push(&broker, "orders", "p1", &[json!(1), json!(2)]).await;
-    let (status, popped) = pop(&broker, "orders", "consumerGroup=billing").await;
-    assert_eq!(status, 200, "{popped}");
+    let api = broker.api();
+    api.push_to("orders", "p1", &[json!(1), json!(2)]).await;
+    let popped = api.pop("orders", "consumerGroup=billing").await;
+    assert_eq!(popped.status, 200, "{popped:?}");
 
     let listed = regina(&broker, &["groups", "--json"]).await.json();
     let billing = listed
@@ -133,8 +136,9 @@ async fn groups_lists_groups_and_shows_one() {
 #[tokio::test]
 async fn seek_to_end_skips_what_was_pushed() {
     let broker = TestBroker::start().await;
-    push(&broker, "orders", "p1", &[json!(1), json!(2)]).await;
-    push(&broker, "orders", "p2", &[json!(3)]).await;
+    let api = broker.api();
+    api.push_to("orders", "p1", &[json!(1), json!(2)]).await;
+    api.push_to("orders", "p2", &[json!(3)]).await;
 
     let answer = regina(
         &broker,
@@ -148,7 +152,7 @@ async fn seek_to_end_skips_what_was_pushed() {
     let empty = regina(&broker, &["pop", "orders", "--group", "billing"]).await;
     assert_eq!(empty.status, EXIT_EMPTY, "{empty:#?}");
 
-    push(&broker, "orders", "p1", &[json!("after")]).await;
+    api.push_to("orders", "p1", &[json!("after")]).await;
     let popped = regina(&broker, &["pop", "orders", "--group", "billing", "--json"])
         .await
         .json();
@@ -159,9 +163,12 @@ async fn seek_to_end_skips_what_was_pushed() {
 #[tokio::test]
 async fn seek_one_partition_to_a_timestamp() {
     let broker = TestBroker::start().await;
-    push(&broker, "orders", "p1", &[json!(1)]).await;
-    let (status, _) = pop(&broker, "orders", "consumerGroup=billing&autoAck=true").await;
-    assert_eq!(status, 200);
+    let api = broker.api();
+    api.push_to("orders", "p1", &[json!(1)]).await;
+    let popped = api
+        .pop("orders", "consumerGroup=billing&autoAck=true")
+        .await;
+    assert_eq!(popped.status, 200, "{popped:?}");
     let empty = regina(&broker, &["pop", "orders", "--group", "billing"]).await;
     assert_eq!(empty.status, EXIT_EMPTY, "consumed: {empty:#?}");
     let run = regina(
@@ -196,9 +203,10 @@ async fn seek_one_partition_to_a_timestamp() {
 #[tokio::test]
 async fn tail_removes_its_throw_away_group_when_it_stops() {
     let broker = TestBroker::start().await;
-    push(&broker, "events", "p", &[json!(1)]).await;
+    let api = broker.api();
+    api.push_to("events", "p", &[json!(1)]).await;
     let child = spawn(&broker, &["tail", "events"]);
-    wait_for_waiters(&broker, 1).await;
+    api.wait_for_waiters(1).await;
     let tail_groups = |groups: &Value| -> usize {
         groups
             .as_array()
@@ -207,7 +215,7 @@ async fn tail_removes_its_throw_away_group_when_it_stops() {
             .filter(|g| g["name"].as_str().unwrap().starts_with("regina-tail-"))
             .count()
     };
-    let (_, groups) = get(&broker, "/api/v1/consumer-groups").await;
+    let groups = api.get("/api/v1/consumer-groups").await.body;
     assert_eq!(
         tail_groups(&groups),
         1,
@@ -216,7 +224,7 @@ async fn tail_removes_its_throw_away_group_when_it_stops() {
     interrupt(&child).await;
     let output = child.wait_with_output().await.unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let (_, groups) = get(&broker, "/api/v1/consumer-groups").await;
+    let groups = api.get("/api/v1/consumer-groups").await.body;
     assert_eq!(tail_groups(&groups), 0, "left behind: {groups}");
     broker.shutdown().await;
 }

@@ -3,16 +3,17 @@
 use regina_testkit::TestBroker;
 use serde_json::{json, Value};
 
-use crate::support::{configure, pop, push, regina};
+use crate::support::regina;
 
 /// Pushes one message to `queue` (retryLimit 0), pops it in queue mode and fails it with the
 /// CLI, so it is dead-lettered at once. Returns the delivered message.
 async fn dead_letter(broker: &TestBroker, queue: &str, payload: Value) -> Value {
-    configure(broker, queue, json!({"retryLimit": 0})).await;
-    push(broker, queue, "p1", &[payload]).await;
-    let (status, popped) = pop(broker, queue, "").await;
-    assert_eq!(status, 200, "{popped}");
-    let message = popped["messages"][0].clone();
+    let api = broker.api();
+    api.configure(queue, json!({"retryLimit": 0})).await;
+    api.push_to(queue, "p1", &[payload]).await;
+    let popped = api.pop(queue, "").await;
+    assert_eq!(popped.status, 200, "{popped:?}");
+    let message = popped.messages()[0].clone();
     let run = regina(
         broker,
         &[
@@ -80,6 +81,7 @@ async fn dlq_prints_a_table_of_dead_letters() {
 #[tokio::test]
 async fn dlq_requeue_delivers_the_message_again() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let message = dead_letter(&broker, "jobs", json!({"job": 3})).await;
     let partition_id = message["partitionId"].as_str().unwrap();
     let tx = message["transactionId"].as_str().unwrap();
@@ -90,10 +92,13 @@ async fn dlq_requeue_delivers_the_message_again() {
     assert_eq!(answer["success"], true, "{answer}");
     assert_eq!(answer["consumerGroups"], json!(["__QUEUE_MODE__"]));
 
-    let (status, popped) = pop(&broker, "jobs", "").await;
-    assert_eq!(status, 200, "the requeued message is delivered again");
-    assert_eq!(popped["messages"][0]["transactionId"], tx);
-    assert_eq!(popped["messages"][0]["data"], json!({"job": 3}));
+    let popped = api.pop("jobs", "").await;
+    assert_eq!(
+        popped.status, 200,
+        "the requeued message is delivered again"
+    );
+    assert_eq!(popped.body["messages"][0]["transactionId"], tx);
+    assert_eq!(popped.body["messages"][0]["data"], json!({"job": 3}));
 
     // No longer in the DLQ: a second requeue is refused.
     let run = regina(&broker, &["dlq", "requeue", partition_id, tx]).await;

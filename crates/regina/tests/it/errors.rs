@@ -1,9 +1,7 @@
 //! Error output and exit statuses: bad names, unreachable brokers, bad command lines, and what
 //! goes over the wire (token, query).
 
-use std::time::Duration;
-
-use regina_testkit::TestBroker;
+use regina_testkit::{TestBroker, DEADLINE};
 use tokio::net::TcpListener;
 
 use crate::support::{answer_once, command, finish, regina, regina_at};
@@ -90,7 +88,7 @@ async fn the_token_goes_out_as_a_bearer_header_with_the_query() {
     let run = finish(cmd, &["queues", "--namespace", "billing ops"], "").await;
     assert_eq!(run.status, 0, "{run:#?}");
     assert!(run.stderr.contains("no queues"), "{run:#?}");
-    let (head, _) = tokio::time::timeout(Duration::from_secs(10), server)
+    let (head, _) = tokio::time::timeout(DEADLINE, server)
         .await
         .unwrap()
         .unwrap();

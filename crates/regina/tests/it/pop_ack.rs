@@ -3,7 +3,7 @@
 use regina_testkit::TestBroker;
 use serde_json::json;
 
-use crate::support::{pop, push, regina, spawn, wait_for_waiters};
+use crate::support::{regina, spawn};
 
 /// Exit status of a pop that found nothing.
 const EXIT_EMPTY: i32 = 3;
@@ -11,13 +11,9 @@ const EXIT_EMPTY: i32 = 3;
 #[tokio::test]
 async fn pop_json_prints_the_answer_and_ack_completes_the_message() {
     let broker = TestBroker::start().await;
-    push(
-        &broker,
-        "work",
-        "p1",
-        &[json!({"job": 1}), json!({"job": 2})],
-    )
-    .await;
+    let api = broker.api();
+    api.push_to("work", "p1", &[json!({"job": 1}), json!({"job": 2})])
+        .await;
 
     let popped = regina(&broker, &["pop", "work", "--batch", "10", "--json"])
         .await
@@ -47,8 +43,9 @@ async fn pop_json_prints_the_answer_and_ack_completes_the_message() {
 #[tokio::test]
 async fn ack_json_prints_the_result_array() {
     let broker = TestBroker::start().await;
-    push(&broker, "work", "p1", &[json!(1)]).await;
-    let (_, popped) = pop(&broker, "work", "consumerGroup=g").await;
+    let api = broker.api();
+    api.push_to("work", "p1", &[json!(1)]).await;
+    let popped = api.pop("work", "consumerGroup=g").await.body;
     let message = &popped["messages"][0];
     let run = regina(
         &broker,
@@ -74,7 +71,8 @@ async fn ack_json_prints_the_result_array() {
 #[tokio::test]
 async fn pop_prints_the_lease_and_a_table_of_messages() {
     let broker = TestBroker::start().await;
-    push(&broker, "work", "p1", &[json!({"job": 7})]).await;
+    let api = broker.api();
+    api.push_to("work", "p1", &[json!({"job": 7})]).await;
     let run = regina(&broker, &["pop", "work", "--group", "billing"]).await;
     let mut lines = run.ok().lines();
     let summary = lines.next().unwrap();
@@ -95,11 +93,12 @@ async fn pop_prints_the_lease_and_a_table_of_messages() {
 #[tokio::test]
 async fn pop_with_nothing_to_deliver_exits_with_the_empty_status() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let run = regina(&broker, &["pop", "absent", "--json"]).await;
     assert_eq!(run.status, EXIT_EMPTY, "{run:#?}");
     assert!(run.stdout.is_empty() && run.stderr.is_empty(), "{run:#?}");
 
-    push(&broker, "present", "p", &[json!(1)]).await;
+    api.push_to("present", "p", &[json!(1)]).await;
     regina(&broker, &["pop", "present", "--auto-ack"])
         .await
         .ok();
@@ -112,7 +111,8 @@ async fn pop_with_nothing_to_deliver_exits_with_the_empty_status() {
 #[tokio::test]
 async fn pop_wait_times_out_with_the_empty_status() {
     let broker = TestBroker::start().await;
-    push(&broker, "idle", "p", &[json!(1)]).await;
+    let api = broker.api();
+    api.push_to("idle", "p", &[json!(1)]).await;
     regina(&broker, &["pop", "idle", "--auto-ack"]).await.ok();
     let run = regina(&broker, &["pop", "idle", "--wait", "--timeout", "200"]).await;
     assert_eq!(run.status, EXIT_EMPTY, "{run:#?}");
@@ -123,6 +123,7 @@ async fn pop_wait_times_out_with_the_empty_status() {
 #[tokio::test]
 async fn pop_wait_returns_a_message_pushed_while_it_waits() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let child = spawn(
         &broker,
         &[
@@ -136,8 +137,8 @@ async fn pop_wait_returns_a_message_pushed_while_it_waits() {
             "--json",
         ],
     );
-    wait_for_waiters(&broker, 1).await;
-    push(&broker, "later", "p", &[json!("hello")]).await;
+    api.wait_for_waiters(1).await;
+    api.push_to("later", "p", &[json!("hello")]).await;
     let output = child.wait_with_output().await.unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let popped: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -149,8 +150,9 @@ async fn pop_wait_returns_a_message_pushed_while_it_waits() {
 #[tokio::test]
 async fn pop_from_one_partition_takes_only_that_partition() {
     let broker = TestBroker::start().await;
-    push(&broker, "parts", "a", &[json!("a1")]).await;
-    push(&broker, "parts", "b", &[json!("b1")]).await;
+    let api = broker.api();
+    api.push_to("parts", "a", &[json!("a1")]).await;
+    api.push_to("parts", "b", &[json!("b1")]).await;
     let popped = regina(
         &broker,
         &[
@@ -176,8 +178,9 @@ async fn pop_from_one_partition_takes_only_that_partition() {
 #[tokio::test]
 async fn ack_refused_by_the_broker_exits_1_with_its_error_code() {
     let broker = TestBroker::start().await;
-    push(&broker, "work", "p1", &[json!(1)]).await;
-    let (_, popped) = pop(&broker, "work", "").await;
+    let api = broker.api();
+    api.push_to("work", "p1", &[json!(1)]).await;
+    let popped = api.pop("work", "").await.body;
     let message = &popped["messages"][0];
     let partition_id = message["partitionId"].as_str().unwrap();
     let tx = message["transactionId"].as_str().unwrap();

@@ -5,11 +5,12 @@ use serde_json::{json, Value};
 
 use tokio::net::TcpListener;
 
-use crate::support::{answer_once, pop, regina, regina_at, regina_with_input};
+use crate::support::{answer_once, regina, regina_at, regina_with_input};
 
 #[tokio::test]
 async fn push_json_prints_the_brokers_result_array() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let run = regina(
         &broker,
         &[
@@ -37,8 +38,9 @@ async fn push_json_prints_the_brokers_result_array() {
     assert_eq!(item["queueName"], "orders");
     assert!(item["message_id"].is_string() && item["partition_id"].is_string());
 
-    let (status, body) = pop(&broker, "orders", "batch=10").await;
-    assert_eq!(status, 200);
+    let popped = api.pop("orders", "batch=10").await;
+    assert_eq!(popped.status, 200, "{popped:?}");
+    let body = popped.body;
     let message = &body["messages"][0];
     assert_eq!(message["data"], json!({"n": 1}));
     assert_eq!(message["partition"], "c7");
@@ -66,6 +68,7 @@ async fn push_prints_a_table_of_results_and_reports_duplicates() {
 #[tokio::test]
 async fn push_lines_sends_one_message_per_line_in_order() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let input = "{\"n\":1}\n\n[2]\n\"three\"\n4\r\n{\"n\":5}";
     // Two lines per request: three requests, so three result arrays.
     let run = regina_with_input(
@@ -83,8 +86,9 @@ async fn push_lines_sends_one_message_per_line_in_order() {
     assert_eq!(sizes.iter().sum::<usize>(), 5, "{run:#?}");
     assert!(sizes.iter().all(|&n| n <= 2), "{sizes:?}");
 
-    let (status, body) = pop(&broker, "lines", "batch=10").await;
-    assert_eq!(status, 200);
+    let popped = api.pop("lines", "batch=10").await;
+    assert_eq!(popped.status, 200, "{popped:?}");
+    let body = popped.body;
     let data: Vec<Value> = body["messages"]
         .as_array()
         .unwrap()
@@ -107,6 +111,7 @@ async fn push_lines_sends_one_message_per_line_in_order() {
 #[tokio::test]
 async fn push_raw_sends_text_as_a_json_string() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     regina(&broker, &["push", "raw", "--raw", "not {json}"])
         .await
         .ok();
@@ -117,7 +122,7 @@ async fn push_raw_sends_text_as_a_json_string() {
     regina_with_input(&broker, &["push", "raw", "--raw", "--lines"], "a b\nc\n")
         .await
         .ok();
-    let (_, body) = pop(&broker, "raw", "batch=10").await;
+    let body = api.pop("raw", "batch=10").await.body;
     let data: Vec<Value> = body["messages"]
         .as_array()
         .unwrap()
@@ -139,6 +144,7 @@ async fn push_raw_sends_text_as_a_json_string() {
 #[tokio::test]
 async fn push_reads_the_payload_from_a_file() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let dir = std::env::temp_dir().join(format!("regina-cli-{}", unique()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("payload.json");
@@ -150,7 +156,7 @@ async fn push_reads_the_payload_from_a_file() {
     .await;
     std::fs::remove_dir_all(&dir).unwrap();
     run.ok();
-    let (_, body) = pop(&broker, "files", "").await;
+    let body = api.pop("files", "").await.body;
     assert_eq!(body["messages"][0]["data"], json!({"from": "file"}));
     broker.shutdown().await;
 }
@@ -175,6 +181,7 @@ async fn push_sends_the_payload_text_exactly_as_given() {
 #[tokio::test]
 async fn push_rejects_a_payload_that_is_not_json_and_sends_nothing() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let run = regina(&broker, &["push", "nothing", "{oops", "--json"]).await;
     run.assert_json_error("usage");
     assert!(run.stdout.is_empty());
@@ -182,8 +189,11 @@ async fn push_rejects_a_payload_that_is_not_json_and_sends_nothing() {
     let run = regina_with_input(&broker, &["push", "nothing", "--lines"], "1\nnope\n").await;
     run.assert_error("usage");
     assert!(run.stderr.contains("line 2"), "{run:#?}");
-    let (status, _) = pop(&broker, "nothing", "").await;
-    assert_eq!(status, 204, "nothing may have been stored");
+    let popped = api.pop("nothing", "").await;
+    assert_eq!(
+        popped.status, 204,
+        "nothing may have been stored: {popped:?}"
+    );
     broker.shutdown().await;
 }
 

@@ -4,14 +4,10 @@
 
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
-use regina_testkit::TestBroker;
+use regina_testkit::{eventually, TestBroker};
 use serde_json::json;
 use tokio::process::Command;
-
-/// How long the started broker may take to become healthy.
-const HEALTHY_WAIT: Duration = Duration::from_secs(60);
 
 /// A scratch project directory (a Cargo workspace root, so `serve` would put `.regina/` here).
 struct Project(PathBuf);
@@ -57,20 +53,18 @@ async fn a_configured_database_without_a_key_refuses_encrypting_queues_and_write
     let mut child = command.spawn().unwrap();
     let base = format!("http://127.0.0.1:{port}");
     let http = regina_testkit::http();
-    let deadline = Instant::now() + HEALTHY_WAIT;
-    loop {
-        if let Ok(r) = http.get(format!("{base}/health")).send().await {
-            if r.status() == 200 {
-                break;
+    eventually("regina serve becomes healthy", || {
+        assert!(child.try_wait().unwrap().is_none(), "regina serve exited");
+        let health = http.get(format!("{base}/health")).send();
+        async move {
+            match health.await {
+                Ok(r) if r.status() == 200 => Ok(()),
+                Ok(r) => Err(r.status().to_string()),
+                Err(e) => Err(e.to_string()),
             }
         }
-        assert!(child.try_wait().unwrap().is_none(), "regina serve exited");
-        assert!(
-            Instant::now() < deadline,
-            "regina serve never became healthy"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     let answer = http
         .post(format!("{base}/api/v1/configure"))
         .json(&json!({"queue": "secret", "options": {"encryptionEnabled": true}}))

@@ -1,16 +1,13 @@
-//! Running the `regina` binary, and the few direct HTTP calls tests need for setup and checks.
+//! Running the `regina` binary, and a stand-in server for what a broker would answer. Calls of the
+//! broker's API for setup and checks go through the test kit's client (`broker.api()`).
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
-use regina_testkit::TestBroker;
-use serde_json::{json, Value};
+use regina_testkit::{TestBroker, DEADLINE};
+use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
-
-/// How long one run of the binary may take.
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// One finished run of `regina`.
 #[derive(Debug)]
@@ -101,7 +98,7 @@ pub async fn finish(mut command: Command, args: &[&str], input: &str) -> Run {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input.as_bytes()).await.unwrap();
     drop(stdin);
-    let output = tokio::time::timeout(RUN_TIMEOUT, child.wait_with_output())
+    let output = tokio::time::timeout(DEADLINE, child.wait_with_output())
         .await
         .unwrap_or_else(|_| panic!("regina {args:?} did not finish"))
         .unwrap();
@@ -132,91 +129,6 @@ pub async fn interrupt(child: &Child) {
         .await
         .unwrap();
     assert!(status.success(), "kill -s INT {pid} failed");
-}
-
-/// `GET path` on the broker, parsed (`Null` for an empty body), with its status.
-pub async fn get(broker: &TestBroker, path: &str) -> (u16, Value) {
-    let response = regina_testkit::http()
-        .get(broker.url(path))
-        .send()
-        .await
-        .unwrap();
-    read(response).await
-}
-
-/// `POST path` with a JSON body on the broker, parsed, with its status.
-pub async fn post(broker: &TestBroker, path: &str, body: &Value) -> (u16, Value) {
-    let response = regina_testkit::http()
-        .post(broker.url(path))
-        .json(body)
-        .send()
-        .await
-        .unwrap();
-    read(response).await
-}
-
-async fn read(response: reqwest::Response) -> (u16, Value) {
-    let status = response.status().as_u16();
-    let text = response.text().await.unwrap();
-    let body = if text.is_empty() {
-        Value::Null
-    } else {
-        serde_json::from_str(&text).unwrap()
-    };
-    (status, body)
-}
-
-/// Pushes payloads to one partition over HTTP; asserts they were stored.
-pub async fn push(broker: &TestBroker, queue: &str, partition: &str, payloads: &[Value]) {
-    let items: Vec<Value> = payloads
-        .iter()
-        .map(|p| json!({"queue": queue, "partition": partition, "payload": p}))
-        .collect();
-    let (status, body) = post(broker, "/api/v1/push", &json!({ "items": items })).await;
-    assert_eq!(status, 201, "push failed: {body}");
-}
-
-/// `POST /api/v1/stats/refresh` until a pass runs (the broker's leader may be running one):
-/// message counts of the listings are those of the last refresh.
-pub async fn refresh_stats(broker: &TestBroker) {
-    for _ in 0..200 {
-        let (status, body) = post(broker, "/api/v1/stats/refresh", &json!({})).await;
-        assert_eq!(status, 200, "stats refresh failed: {body}");
-        if body["refreshed"] == true {
-            return;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("no stats refresh ran");
-}
-
-/// Pops over HTTP with the given query (`batch=10&consumerGroup=g`, …).
-pub async fn pop(broker: &TestBroker, queue: &str, query: &str) -> (u16, Value) {
-    get(broker, &format!("/api/v1/pop/queue/{queue}?{query}")).await
-}
-
-/// Configures a queue over HTTP; asserts success.
-pub async fn configure(broker: &TestBroker, queue: &str, options: Value) {
-    let body = json!({"queue": queue, "options": options});
-    let (status, answer) = post(broker, "/api/v1/configure", &body).await;
-    assert!(status == 200 || status == 201, "configure failed: {answer}");
-}
-
-/// Waits until the broker reports at least `n` parked long-polls, so a test acts only after a
-/// pop is known to wait.
-pub async fn wait_for_waiters(broker: &TestBroker, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, metrics) = get(broker, "/metrics").await;
-        if metrics["longPoll"]["waiters"].as_u64().unwrap_or(0) >= n {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "fewer than {n} parked pops: {metrics}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
 }
 
 /// Serves one HTTP request on `listener` with `status` and a JSON `body`, like a broker would;

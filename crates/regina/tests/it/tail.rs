@@ -1,22 +1,17 @@
 //! `regina tail`: follows a queue, prints one line per message, stops cleanly on Ctrl-C.
 
-use std::time::Duration;
-
-use regina_testkit::TestBroker;
+use regina_testkit::{TestBroker, DEADLINE};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdout};
 
-use crate::support::{interrupt, pop, push, spawn, wait_for_waiters};
-
-/// How long a line of tail output may take to appear.
-const LINE_TIMEOUT: Duration = Duration::from_secs(20);
+use crate::support::{interrupt, spawn};
 
 /// The next `n` lines of a running tail.
 async fn read_lines(lines: &mut Lines<BufReader<ChildStdout>>, n: usize) -> Vec<String> {
     let mut read = Vec::new();
     while read.len() < n {
-        let line = tokio::time::timeout(LINE_TIMEOUT, lines.next_line())
+        let line = tokio::time::timeout(DEADLINE, lines.next_line())
             .await
             .unwrap_or_else(|_| panic!("no line after {read:?}"))
             .unwrap()
@@ -29,7 +24,7 @@ async fn read_lines(lines: &mut Lines<BufReader<ChildStdout>>, n: usize) -> Vec<
 /// Interrupts a tail as Ctrl-C would and asserts it stops cleanly (exit status 0).
 async fn stop(mut child: Child) {
     interrupt(&child).await;
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+    let status = tokio::time::timeout(DEADLINE, child.wait())
         .await
         .expect("tail did not stop on SIGINT")
         .unwrap();
@@ -43,13 +38,15 @@ fn stdout_lines(child: &mut Child) -> Lines<BufReader<ChildStdout>> {
 #[tokio::test]
 async fn tail_prints_new_messages_as_ndjson_without_consuming_them() {
     let broker = TestBroker::start().await;
-    push(&broker, "events", "a", &[json!("before")]).await;
+    let api = broker.api();
+    api.push_to("events", "a", &[json!("before")]).await;
     let mut child = spawn(&broker, &["tail", "events", "--json"]);
     let mut lines = stdout_lines(&mut child);
     // Its long-poll is parked: the tail's own group is subscribed.
-    wait_for_waiters(&broker, 1).await;
-    push(&broker, "events", "a", &[json!({"n": 1}), json!({"n": 2})]).await;
-    push(&broker, "events", "b", &[json!({"n": 3})]).await;
+    api.wait_for_waiters(1).await;
+    api.push_to("events", "a", &[json!({"n": 1}), json!({"n": 2})])
+        .await;
+    api.push_to("events", "b", &[json!({"n": 3})]).await;
 
     let printed: Vec<Value> = read_lines(&mut lines, 3)
         .await
@@ -73,8 +70,9 @@ async fn tail_prints_new_messages_as_ndjson_without_consuming_them() {
     stop(child).await;
 
     // The tail took nothing from queue mode: all four messages are still there.
-    let (status, body) = pop(&broker, "events", "batch=10&partitions=2").await;
-    assert_eq!(status, 200);
+    let popped = api.pop("events", "batch=10&partitions=2").await;
+    assert_eq!(popped.status, 200, "{popped:?}");
+    let body = popped.body;
     assert_eq!(body["messages"].as_array().unwrap().len(), 4, "{body}");
     broker.shutdown().await;
 }
@@ -82,13 +80,9 @@ async fn tail_prints_new_messages_as_ndjson_without_consuming_them() {
 #[tokio::test]
 async fn tail_with_a_group_acks_what_it_prints() {
     let broker = TestBroker::start().await;
-    push(
-        &broker,
-        "jobs",
-        "p",
-        &[json!("one"), json!("two"), json!("three")],
-    )
-    .await;
+    let api = broker.api();
+    api.push_to("jobs", "p", &[json!("one"), json!("two"), json!("three")])
+        .await;
     let mut child = spawn(&broker, &["tail", "jobs", "--group", "workers"]);
     let mut lines = stdout_lines(&mut child);
     let printed = read_lines(&mut lines, 3).await;
@@ -99,13 +93,17 @@ async fn tail_with_a_group_acks_what_it_prints() {
         assert_eq!(fields[3], format!("\"{word}\""));
     }
     // Printed, then acked before the next pop: once it waits again, the group has nothing left.
-    wait_for_waiters(&broker, 1).await;
+    api.wait_for_waiters(1).await;
     stop(child).await;
-    let (status, _) = pop(&broker, "jobs", "consumerGroup=workers").await;
-    assert_eq!(status, 204, "the group's messages were acked");
+    let popped = api.pop("jobs", "consumerGroup=workers").await;
+    assert_eq!(
+        popped.status, 204,
+        "the group's messages were acked: {popped:?}"
+    );
     // Another group still gets them all.
-    let (status, body) = pop(&broker, "jobs", "consumerGroup=others&batch=10").await;
-    assert_eq!(status, 200);
+    let popped = api.pop("jobs", "consumerGroup=others&batch=10").await;
+    assert_eq!(popped.status, 200, "{popped:?}");
+    let body = popped.body;
     assert_eq!(body["messages"].as_array().unwrap().len(), 3);
     broker.shutdown().await;
 }
@@ -113,10 +111,11 @@ async fn tail_with_a_group_acks_what_it_prints() {
 #[tokio::test]
 async fn tail_of_a_queue_that_does_not_exist_yet_shows_its_first_message() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let mut child = spawn(&broker, &["tail", "fresh", "--json"]);
     let mut lines = stdout_lines(&mut child);
-    wait_for_waiters(&broker, 1).await;
-    push(&broker, "fresh", "p", &[json!("first")]).await;
+    api.wait_for_waiters(1).await;
+    api.push_to("fresh", "p", &[json!("first")]).await;
     let printed = read_lines(&mut lines, 1).await;
     let message: Value = serde_json::from_str(&printed[0]).unwrap();
     assert_eq!(message["data"], "first");
@@ -127,8 +126,9 @@ async fn tail_of_a_queue_that_does_not_exist_yet_shows_its_first_message() {
 #[tokio::test]
 async fn tail_stops_cleanly_on_ctrl_c_while_it_waits() {
     let broker = TestBroker::start().await;
+    let api = broker.api();
     let mut child = spawn(&broker, &["tail", "quiet", "--group", "g"]);
-    wait_for_waiters(&broker, 1).await;
+    api.wait_for_waiters(1).await;
     let mut stdout = child.stdout.take().unwrap();
     stop(child).await;
     let mut rest = String::new();

@@ -1,9 +1,9 @@
+# Generated from _async.py by scripts/generate_sync.py: edit that file, then run the script.
 """The blocking client: :class:`Regina`."""
 
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, overload
@@ -19,12 +19,9 @@ from ._admin_models import (
     RequeueResult,
     SeekResult,
 )
-from ._buffer import BufferOptions, Key, PushBuffer
 from ._builders import QueueSpec, TransactionSpec
 from ._calls import MessageRef
 from ._consume import ConsumePlan
-from ._errors import ApiError, ReginaError
-from ._http import RETRIED_STATUSES
 from ._models import (
     AckResult,
     AckStatus,
@@ -38,79 +35,9 @@ from ._models import (
 )
 from ._settings import ClientSettings
 from ._stream import Stream
+from ._sync_buffers import SyncBuffers
 from ._sync_consume import SyncConsumer
 from ._transport import SyncTransport, TokenSource
-
-
-class _Buffers:
-    """Client-side push buffers with a timer thread for time-based flushes."""
-
-    def __init__(self, transport: SyncTransport, retry_pause_s: float) -> None:
-        self._t = transport
-        self._retry_pause_s = retry_pause_s
-        self._buffer = PushBuffer()
-        self._state = threading.Condition()
-        self._flushing = threading.Lock()
-        self._timer: threading.Thread | None = None
-        self._closed = False
-        self._background_error: ReginaError | None = None
-
-    def add(self, key: Key, items: list[dict[str, Any]], options: BufferOptions) -> list[PushResult]:
-        with self._state:
-            full = self._buffer.add(key, items, options, time.monotonic())
-            if self._timer is None:
-                self._timer = threading.Thread(target=self._run, name="regina-buffer", daemon=True)
-                self._timer.start()
-            self._state.notify_all()
-        return self.flush_key(key) if full else []
-
-    def flush_key(self, key: Key) -> list[PushResult]:
-        with self._flushing:
-            with self._state:
-                items = self._buffer.take(key)
-            if not items:
-                return []
-            try:
-                return self._t.send(_calls.push(items))
-            except ReginaError as error:
-                if not isinstance(error, ApiError) or error.status in RETRIED_STATUSES:
-                    with self._state:
-                        self._buffer.put_back(key, items, time.monotonic() + self._retry_pause_s)
-                raise
-
-    def flush(self) -> list[PushResult]:
-        with self._state:
-            keys = self._buffer.keys()
-            pending, self._background_error = self._background_error, None
-        results: list[PushResult] = []
-        for key in keys:
-            results.extend(self.flush_key(key))
-        if pending is not None:
-            raise pending
-        return results
-
-    def _run(self) -> None:
-        while True:
-            with self._state:
-                if self._closed:
-                    return
-                deadline = self._buffer.next_deadline()
-                now = time.monotonic()
-                if deadline is None or deadline > now:
-                    self._state.wait(None if deadline is None else deadline - now)
-                    continue
-                due = self._buffer.due(now)
-            for key in due:
-                try:
-                    self.flush_key(key)
-                except ReginaError as error:
-                    with self._state:
-                        self._background_error = error
-
-    def close(self) -> None:
-        with self._state:
-            self._closed = True
-            self._state.notify_all()
 
 
 class Queue(QueueSpec):
@@ -298,7 +225,7 @@ class Regina:
             servers, token, timeout_ms, retries, retry_base_ms, retry_max_ms, long_poll_margin_ms, headers
         )
         self._t = SyncTransport(self._settings.transport)
-        self._buffers = _Buffers(self._t, self._settings.buffer_retry_pause_s)
+        self._buffers = SyncBuffers(self._t, self._settings.buffer_retry_pause_s)
         self.admin = Admin(self._t)
         """Inspection and administration calls."""
 

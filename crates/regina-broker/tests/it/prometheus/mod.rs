@@ -2,14 +2,12 @@
 //! parser, and counters are checked to move by exactly what real requests did.
 
 use std::collections::BTreeSet;
-use std::time::{Duration, Instant};
 
 use openmetrics_parser::{HistogramValue, PrometheusValue};
 use regina_testkit::TestBroker;
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::stats_support::refresh_stats;
 use crate::support::{start, start_with, Api};
 use scrape::Metrics;
 
@@ -47,16 +45,25 @@ const FAMILIES: &[&str] = &[
     "regina_consumer_lag_seconds",
 ];
 
-/// Polls until `check` holds on a fresh scrape, or fails after 10 s with `what`.
+/// Scrapes until `check` holds on a fresh scrape; fails with `what` and the last exposition.
 async fn eventually(api: &Api, what: &str, check: impl Fn(&Metrics) -> bool) -> Metrics {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
+    regina_testkit::eventually(what, || async {
         let m = Metrics::scrape(api).await;
         if check(&m) {
-            return m;
+            Ok(m)
+        } else {
+            Err(Exposition(m.text))
         }
-        assert!(Instant::now() < deadline, "never: {what}\n{}", m.text);
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    })
+    .await
+}
+
+/// An exposition text, shown as is in failure messages.
+struct Exposition(String);
+
+impl std::fmt::Debug for Exposition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "\n{}", self.0)
     }
 }
 
@@ -453,7 +460,7 @@ async fn cluster_gauges_report_depth_lag_and_dead_letters_of_the_last_stats_refr
         .await
         .messages();
     api.ack_msg(&popped[0], "failed").await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     let m = Metrics::scrape(&api).await;
     assert_eq!(m.value("regina_queue_depth", &[("queue", "depth")]), 3.0);
     assert_eq!(m.value("regina_dlq_depth", &[("queue", "depth")]), 1.0);
@@ -472,7 +479,7 @@ async fn cluster_gauges_report_depth_lag_and_dead_letters_of_the_last_stats_refr
     );
     // New work shows once a refresh has counted it.
     api.push_to("depth", "p2", &[json!(5)]).await;
-    refresh_stats(&api).await;
+    api.refresh_stats().await;
     assert_eq!(
         Metrics::scrape(&api)
             .await

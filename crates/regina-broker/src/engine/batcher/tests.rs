@@ -1,0 +1,423 @@
+//! The batcher against a fake executor: how waiting requests are cut into calls, how many calls
+//! run at once, and what a failed call does to its requests.
+//!
+//! Nothing here depends on how long anything takes. Calls of the fake wait at a gate that the
+//! test opens; time is paused, so the runtime's clock only moves when every task is idle, and a
+//! wait that "times out" means that nothing else could happen (a hang becomes a failure).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::Context;
+use std::time::{Duration, Instant};
+
+use futures::task::noop_waker_ref;
+use tokio::sync::{mpsc, Semaphore};
+
+use super::{BatchOp, BatchSettings, Batcher, CONFLICT_RETRIES_MAX};
+use crate::db::DbError;
+use crate::metrics::Metrics;
+
+/// Longer than anything in these tests waits for; with time paused it elapses only when every
+/// task is idle.
+const IDLE: Duration = Duration::from_secs(3600);
+
+/// One request of the fake operation: answered with `id * 10`.
+#[derive(Clone, Copy, Debug)]
+struct Req {
+    id: u32,
+    /// Its share of `items_max`.
+    weight: usize,
+    /// The statement fails whenever this request is part of the call.
+    bad: bool,
+}
+
+fn req(id: u32) -> Req {
+    Req {
+        id,
+        weight: 1,
+        bad: false,
+    }
+}
+
+/// How the fake database answers the calls that start from now on.
+#[derive(Default)]
+struct Script {
+    /// Calls wait at the gate before answering.
+    gated: bool,
+    /// This many calls fail with a conflict (deadlock, serialization failure) first.
+    conflicts: usize,
+    /// Every call fails: the database cannot be reached.
+    unavailable: bool,
+    /// Calls of more than one request answer one row short.
+    short_when_fused: bool,
+}
+
+/// The fake executor: records every call, holds it at the gate when told to, and answers as
+/// the script says.
+#[derive(Clone)]
+struct FakeDb(Arc<FakeState>);
+
+struct FakeState {
+    script: Mutex<Script>,
+    /// Each gated call takes one permit to finish.
+    gate: Semaphore,
+    /// The ids of every call, in the order calls started.
+    calls: Mutex<Vec<Vec<u32>>>,
+    /// The ids of each call, sent when it starts.
+    started: mpsc::UnboundedSender<Vec<u32>>,
+    in_flight: AtomicUsize,
+    in_flight_max: AtomicUsize,
+    /// Answers handed to [`BatchOp::abandoned`].
+    abandoned: Mutex<Vec<u32>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .expect("no test thread panicked holding the lock")
+}
+
+impl FakeDb {
+    /// One call: decides its outcome when it starts, waits at the gate if gated, then answers.
+    async fn run(&self, requests: Vec<Req>) -> Result<Vec<u32>, DbError> {
+        let state = &self.0;
+        let ids: Vec<u32> = requests.iter().map(|r| r.id).collect();
+        lock(&state.calls).push(ids.clone());
+        let in_flight = state.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        state.in_flight_max.fetch_max(in_flight, Ordering::SeqCst);
+        let (gated, outcome) = {
+            let mut script = lock(&state.script);
+            (script.gated, Self::outcome(&mut script, &requests))
+        };
+        let _ = state.started.send(ids);
+        if gated {
+            state.gate.acquire().await.expect("gate open").forget();
+        }
+        state.in_flight.fetch_sub(1, Ordering::SeqCst);
+        outcome
+    }
+
+    fn outcome(script: &mut Script, requests: &[Req]) -> Result<Vec<u32>, DbError> {
+        if script.unavailable {
+            return Err(DbError::Unavailable("connection refused".to_owned()));
+        }
+        if script.conflicts > 0 {
+            script.conflicts -= 1;
+            return Err(DbError::Conflict("deadlock detected".to_owned()));
+        }
+        if requests.iter().any(|r| r.bad) {
+            return Err(DbError::Statement {
+                code: "22P02".to_owned(),
+                message: "invalid input syntax".to_owned(),
+            });
+        }
+        let mut answers: Vec<u32> = requests.iter().map(|r| r.id * 10).collect();
+        if script.short_when_fused && requests.len() > 1 {
+            answers.pop();
+        }
+        Ok(answers)
+    }
+
+    fn script(&self) -> MutexGuard<'_, Script> {
+        lock(&self.0.script)
+    }
+
+    /// Lets `calls` gated calls finish.
+    fn open(&self, calls: usize) {
+        self.0.gate.add_permits(calls);
+    }
+
+    fn calls(&self) -> Vec<Vec<u32>> {
+        lock(&self.0.calls).clone()
+    }
+}
+
+struct FakeOp;
+
+impl BatchOp for FakeOp {
+    type Executor = FakeDb;
+    type Request = Req;
+    type Response = u32;
+    const NAME: &'static str = "fake";
+
+    fn weight(request: &Req) -> usize {
+        request.weight
+    }
+
+    async fn call(&self, db: &FakeDb, requests: &[&Req]) -> Result<Vec<u32>, DbError> {
+        db.run(requests.iter().map(|r| **r).collect()).await
+    }
+
+    async fn abandoned(&self, db: &FakeDb, responses: Vec<u32>) {
+        lock(&db.0.abandoned).extend(responses);
+    }
+}
+
+/// A batcher on a fake database, and the feed of calls as they start.
+struct Harness {
+    batcher: Arc<Batcher<FakeOp>>,
+    db: FakeDb,
+    started: mpsc::UnboundedReceiver<Vec<u32>>,
+}
+
+impl Harness {
+    fn start(slots: usize, requests_max: usize, items_max: usize, script: Script) -> Harness {
+        let (sender, started) = mpsc::unbounded_channel();
+        let db = FakeDb(Arc::new(FakeState {
+            script: Mutex::new(script),
+            gate: Semaphore::new(0),
+            calls: Mutex::new(Vec::new()),
+            started: sender,
+            in_flight: AtomicUsize::new(0),
+            in_flight_max: AtomicUsize::new(0),
+            abandoned: Mutex::new(Vec::new()),
+        }));
+        let settings = BatchSettings {
+            slots,
+            requests_max,
+            items_max,
+            hold: Duration::ZERO,
+        };
+        let metrics = Metrics::new(Instant::now(), 10);
+        let batcher = Batcher::start(Arc::new(FakeOp), db.clone(), settings, &metrics);
+        let batcher = Arc::new(batcher);
+        Harness {
+            batcher,
+            db,
+            started,
+        }
+    }
+
+    /// Submits `request` and polls the submission once, which queues it; awaiting the returned
+    /// future gives its answer, dropping it abandons the request.
+    fn enqueue(&self, request: Req) -> Answer {
+        let batcher = self.batcher.clone();
+        let mut answer: Answer = Box::pin(async move { batcher.submit(request).await });
+        let polled = answer
+            .as_mut()
+            .poll(&mut Context::from_waker(noop_waker_ref()));
+        assert!(polled.is_pending(), "answered before any call ran");
+        answer
+    }
+
+    /// The ids of the next call to start.
+    async fn next_call(&mut self) -> Vec<u32> {
+        tokio::time::timeout(IDLE, self.started.recv())
+            .await
+            .expect("a call started")
+            .expect("the fake is alive")
+    }
+
+    /// Whether a call started that [`Harness::next_call`] has not returned yet, once every task
+    /// has run as far as it can.
+    async fn call_pending(&mut self) -> bool {
+        tokio::time::sleep(IDLE).await;
+        !self.started.is_empty()
+    }
+}
+
+type Answer = Pin<Box<dyn Future<Output = Result<u32, DbError>>>>;
+
+/// The answers of `pending`, in order.
+async fn answers(pending: Vec<Answer>) -> Vec<Result<u32, DbError>> {
+    tokio::time::timeout(IDLE, futures::future::join_all(pending))
+        .await
+        .expect("every request answered")
+}
+
+fn gated() -> Script {
+    Script {
+        gated: true,
+        ..Script::default()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn waiting_requests_fuse_up_to_the_request_cap() {
+    let mut h = Harness::start(1, 3, 100, gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    // The only slot is busy: everything submitted now waits, then leaves in calls of three.
+    pending.extend((2..=8).map(|id| h.enqueue(req(id))));
+    h.db.open(100);
+    let got = answers(pending).await;
+    let ok: Vec<u32> = got.into_iter().map(|a| a.expect("answered")).collect();
+    assert_eq!(ok, [10, 20, 30, 40, 50, 60, 70, 80]);
+    assert_eq!(
+        h.db.calls(),
+        [vec![1], vec![2, 3, 4], vec![5, 6, 7], vec![8]]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_carries_at_most_the_item_cap() {
+    let mut h = Harness::start(1, 100, 5, gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    let weights = [(2, 2), (3, 2), (4, 2), (5, 4), (6, 6), (7, 1), (8, 1)];
+    pending.extend(weights.map(|(id, weight)| h.enqueue(Req { weight, ..req(id) })));
+    h.db.open(100);
+    for answer in answers(pending).await {
+        answer.expect("answered");
+    }
+    // A request that does not fit opens the next call; one heavier than the cap goes alone.
+    assert_eq!(
+        h.db.calls(),
+        [vec![1], vec![2, 3], vec![4], vec![5], vec![6], vec![7, 8]]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn calls_in_flight_never_exceed_the_slots() {
+    let mut h = Harness::start(2, 1, 100, gated());
+    let pending: Vec<_> = (1..=5).map(|id| h.enqueue(req(id))).collect();
+    let mut first_two = [h.next_call().await, h.next_call().await];
+    first_two.sort();
+    assert_eq!(first_two, [[1], [2]]);
+    assert!(
+        !h.call_pending().await,
+        "a third call started with both slots busy"
+    );
+    h.db.open(1);
+    assert_eq!(h.next_call().await, [3]);
+    assert!(
+        !h.call_pending().await,
+        "a fourth call started with both slots busy"
+    );
+    h.db.open(100);
+    for (id, answer) in (1..).zip(answers(pending).await) {
+        assert_eq!(answer.expect("answered"), id * 10);
+    }
+    assert_eq!(h.db.0.in_flight_max.load(Ordering::SeqCst), 2);
+    assert_eq!(h.db.calls().len(), 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_fused_call_is_rerun_request_by_request() {
+    let mut h = Harness::start(1, 100, 100, gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    let bad = Req {
+        bad: true,
+        ..req(3)
+    };
+    pending.extend([req(2), bad, req(4)].map(|r| h.enqueue(r)));
+    h.db.open(100);
+    let got = answers(pending).await;
+    assert_eq!(got[0].as_ref().ok(), Some(&10));
+    assert_eq!(got[1].as_ref().ok(), Some(&20));
+    assert!(
+        matches!(&got[2], Err(DbError::Statement { code, .. }) if code == "22P02"),
+        "the bad request gets its own error: {:?}",
+        got[2]
+    );
+    assert_eq!(got[3].as_ref().ok(), Some(&40));
+    let calls = h.db.calls();
+    assert_eq!(calls[..2], [vec![1], vec![2, 3, 4]]);
+    let mut alone = calls[2..].to_vec();
+    alone.sort();
+    assert_eq!(
+        alone,
+        [vec![2], vec![3], vec![4]],
+        "each request re-run once, alone"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_fused_call_answering_short_is_rerun_request_by_request() {
+    let mut h = Harness::start(1, 100, 100, gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    h.db.script().short_when_fused = true;
+    pending.extend([2, 3].map(|id| h.enqueue(req(id))));
+    h.db.open(100);
+    let ok: Vec<u32> = answers(pending)
+        .await
+        .into_iter()
+        .map(|a| a.expect("answered alone"))
+        .collect();
+    assert_eq!(ok, [10, 20, 30]);
+    assert_eq!(
+        h.db.calls().len(),
+        4,
+        "one fused call, then one per request"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unreachable_database_fails_each_request_once_without_isolation() {
+    let mut h = Harness::start(1, 100, 100, gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    h.db.script().unavailable = true;
+    pending.extend([2, 3, 4].map(|id| h.enqueue(req(id))));
+    h.db.open(100);
+    let got = answers(pending).await;
+    assert!(got[0].is_ok(), "the first call started before the outage");
+    for answer in &got[1..] {
+        assert!(matches!(answer, Err(DbError::Unavailable(_))), "{answer:?}");
+    }
+    assert_eq!(h.db.calls(), [vec![1], vec![2, 3, 4]]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn conflicts_are_repeated_up_to_the_limit() {
+    let script = Script {
+        conflicts: CONFLICT_RETRIES_MAX,
+        ..Script::default()
+    };
+    let h = Harness::start(1, 100, 100, script);
+    let got = answers(vec![h.enqueue(req(1))]).await;
+    assert_eq!(got[0].as_ref().ok(), Some(&10));
+    assert_eq!(h.db.calls(), vec![vec![1]; CONFLICT_RETRIES_MAX + 1]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn conflicts_beyond_the_limit_fail_the_request() {
+    let script = Script {
+        conflicts: CONFLICT_RETRIES_MAX + 2,
+        ..Script::default()
+    };
+    let h = Harness::start(1, 100, 100, script);
+    let got = answers(vec![h.enqueue(req(1))]).await;
+    assert!(matches!(got[0], Err(DbError::Conflict(_))), "{:?}", got[0]);
+    assert_eq!(h.db.calls(), vec![vec![1]; CONFLICT_RETRIES_MAX + 1]);
+    assert_eq!(h.db.script().conflicts, 1, "no call after the last retry");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_conflicting_fused_call_is_repeated_whole() {
+    let mut h = Harness::start(1, 100, 100, gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    h.db.script().conflicts = 2;
+    pending.extend([2, 3].map(|id| h.enqueue(req(id))));
+    h.db.open(100);
+    let ok: Vec<u32> = answers(pending)
+        .await
+        .into_iter()
+        .map(|a| a.expect("answered"))
+        .collect();
+    assert_eq!(ok, [10, 20, 30]);
+    assert_eq!(h.db.calls(), [vec![1], vec![2, 3], vec![2, 3], vec![2, 3]]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn departed_requesters_are_skipped_or_their_answers_handed_back() {
+    let mut h = Harness::start(1, 100, 100, gated());
+    let first = h.enqueue(req(1));
+    assert_eq!(h.next_call().await, [1]);
+    // Leaves while its call runs: its answer goes to `abandoned`.
+    drop(first);
+    // Leaves before any call took it: no call carries it.
+    drop(h.enqueue(req(2)));
+    let third = h.enqueue(req(3));
+    h.db.open(100);
+    let got = answers(vec![third]).await;
+    assert_eq!(got[0].as_ref().ok(), Some(&30));
+    assert_eq!(h.db.calls(), [vec![1], vec![3]]);
+    // The single slot is released only after `abandoned` ran, so it ran before call [3].
+    assert_eq!(*lock(&h.db.0.abandoned), [10]);
+}
