@@ -965,18 +965,62 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description One acknowledgment (spec §3.5): of `/ack`, an element of `/ack/batch`, an ack operation of a
+         *     transaction.
+         */
         Ack: {
+            /** @description The group acknowledging (beats the batch's) */
             consumerGroup?: string | null;
+            /** @description Why it failed (kept as text) */
             error?: string | null;
+            /** @description The lease the message was delivered under */
             leaseId?: string | null;
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @description The message's partition
+             */
             partitionId: string;
             /**
+             * @description The outcome
              * @default completed
+             */
+            status: ("completed" | "success" | "failed" | "retry" | "dlq") | null | "";
+            /** @description The message's transactionId */
+            transactionId: string;
+        };
+        /** @description Body of `POST /api/v1/ack/batch`. */
+        AckBatchBody: {
+            /** @description The acknowledgments, at most ACK_ITEMS_MAX */
+            acknowledgments: components["schemas"]["Ack"][];
+            /** @description The group of every ack that names none */
+            consumerGroup?: string | null;
+        };
+        /** @description An ack operation: `{type: "ack"}` and the members of an ack (schema only). */
+        AckOperation: {
+            /** @description The group acknowledging (beats the batch's) */
+            consumerGroup?: string | null;
+            /** @description Why it failed (kept as text) */
+            error?: string | null;
+            /** @description The lease the message was delivered under */
+            leaseId?: string | null;
+            /**
+             * Format: uuid
+             * @description The message's partition
+             */
+            partitionId: string;
+            /**
+             * @description The outcome
+             * @default completed
+             */
+            status: ("completed" | "success" | "failed" | "retry" | "dlq") | null | "";
+            /** @description The message's transactionId */
+            transactionId: string;
+            /**
+             * @description The tag of an ack operation (schema only).
              * @enum {string}
              */
-            status: "completed" | "success" | "failed" | "retry" | "dlq";
-            transactionId: string;
+            type: "ack";
         };
         AckResult: {
             code?: string | null;
@@ -989,6 +1033,63 @@ export interface components {
             success?: boolean;
             transactionId?: string;
         };
+        /** @description Body of `POST /api/v1/configure`. */
+        ConfigureBody: {
+            /** @description The queue's namespace */
+            namespace?: string | null;
+            /** @description Options to set (merged into the current ones) */
+            options?: components["schemas"]["QueueOptions"] | null;
+            /** @description The queue (created when it does not exist) */
+            queue: string;
+            /** @description The queue's task */
+            task?: string | null;
+        };
+        /**
+         * @description The ack of a cycle (§3.3): `transactionId` required, a known status, `count` an integer ≥ 1
+         *     when sent (informational), `error` kept as text.
+         */
+        CycleAck: {
+            /** @description How many messages the ack covers (informational) */
+            count?: number | null;
+            /** @description Why it failed (kept as text) */
+            error?: string | null;
+            /** @description The source lease */
+            leaseId?: string | null;
+            /** @description The outcome (default completed) */
+            status?: ("completed" | "success" | "failed" | "retry" | "dlq") | null | "";
+            /** @description The last source message acknowledged */
+            transactionId: string;
+        };
+        /** @description Body of `POST /streams/v1/cycle`. */
+        CycleBody: {
+            /** @description The ack of the source messages */
+            ack?: components["schemas"]["CycleAck"] | null;
+            /** @description The group the source is read by (queue mode when absent) */
+            consumer_group?: string | null;
+            /**
+             * Format: uuid
+             * @description The shard's (source) partition
+             */
+            partition_id: string;
+            /** @description Items pushed to sink queues */
+            push_items?: components["schemas"]["PushItem"][] | null;
+            /**
+             * Format: uuid
+             * @description The query
+             */
+            query_id: string;
+            /** @description Release the source lease after the ack (default true); read last */
+            release_lease?: boolean | null;
+            /** @description State changes; with the push items and the ack at most TRANSACTION_OPERATIONS_MAX */
+            state_ops?: components["schemas"]["StateOp"][] | null;
+        };
+        /** @description Body of `POST /api/v1/messages/{partitionId}/{transactionId}/dlq`. */
+        DeadLetterBody: {
+            /** @description The group whose DLQ takes the message (queue mode when absent) */
+            consumerGroup?: string | null;
+            /** @description Why (default: `Moved to DLQ manually`) */
+            error?: string | null;
+        };
         Error: {
             /** @enum {string} */
             code: "invalid_json" | "validation_failed" | "invalid_parameter" | "too_many_items" | "unauthorized" | "token_expired" | "forbidden" | "route_not_found" | "queue_not_found" | "partition_not_found" | "message_not_found" | "not_in_dlq" | "method_not_allowed" | "lease_expired" | "lease_not_found" | "not_leased" | "already_settled" | "group_mismatch" | "message_leased" | "query_not_found" | "config_hash_mismatch" | "encryption_unavailable" | "body_too_large" | "queue_full" | "database_unavailable" | "database_timeout" | "buffer_unavailable" | "overloaded" | "shutting_down" | "not_implemented" | "decryption_failed" | "internal";
@@ -998,6 +1099,11 @@ export interface components {
             limit?: number;
             /** @constant */
             success?: false;
+        };
+        /** @description Body of the lease extension (none at all changes the answer's shape). */
+        ExtendBody: {
+            /** @description New lease length from now, seconds (default: the queue's leaseTime) */
+            seconds?: number | null;
         };
         Message: {
             consumerGroup?: string;
@@ -1029,13 +1135,48 @@ export interface components {
             offset?: number;
             total?: number;
         };
+        /** @description Body of a partition's seek: a seek body, and an empty one moves to the end. */
+        PartitionSeekBody: {
+            /** @description Move to the first message created after this instant */
+            timestamp?: string | null;
+            /** @description Move past every message committed before the seek (the default) */
+            toEnd?: boolean | null;
+        } | {
+            /** @constant */
+            toEnd: true;
+        } | {
+            timestamp: string;
+        } | unknown;
+        /** @description Body of `POST /api/v1/push`. */
+        PushBody: {
+            /** @description The messages, at most PUSH_ITEMS_MAX */
+            items: components["schemas"]["PushItem"][];
+        };
+        /** @description One pushed item as the client sends it (spec §3.3). */
         PushItem: {
-            /** @default Default */
-            partition: string;
+            /**
+             * @description The partition (default `Default`; created on first push)
+             * @default Default
+             */
+            partition: string | null;
+            /** @description The message: any JSON value, stored as sent */
             payload?: unknown;
+            /** @description The queue (created on first push) */
             queue: string;
+            /** @description Correlation id carried with the message */
             traceId?: string | null;
+            /** @description Idempotency key, unique per partition (generated when absent) */
             transactionId?: string | null;
+        };
+        /** @description A push operation: `{type: "push", items}`. */
+        PushOperation: {
+            /** @description The items pushed */
+            items: components["schemas"]["PushItem"][];
+            /**
+             * @description `push`
+             * @enum {string}
+             */
+            type?: "push";
         };
         PushResult: {
             code?: string;
@@ -1053,37 +1194,115 @@ export interface components {
             trace_id?: string | null;
             transaction_id?: string;
         };
+        /**
+         * @description The options of a queue (spec §3.2 table); only those sent are changed, unknown keys are
+         *     ignored.
+         */
         QueueOptions: {
-            /** @default 0 */
-            completedRetentionSeconds: number;
-            /** @default true */
-            deadLetterQueue: boolean;
-            /** @default 0 */
-            delayedProcessing: number;
-            /** @default true */
-            dlqAfterMaxRetries: boolean;
-            /** @default false */
-            encryptionEnabled: boolean;
-            /** @default 300 */
-            leaseTime: number;
-            /** @default 0 */
-            maxSize: number;
-            /** @default 0 */
-            maxWaitTimeSeconds: number;
-            /** @default 0 */
-            priority: number;
-            /** @default true */
-            retentionEnabled: boolean;
-            /** @default 0 */
-            retentionSeconds: number;
-            /** @default 0 */
-            retryDelay: number;
-            /** @default 3 */
-            retryLimit: number;
-            /** @default 0 */
-            ttl: number;
-            /** @default 0 */
-            windowBuffer: number;
+            /** @description Delete settled messages older than this, seconds (0: never) */
+            completedRetentionSeconds?: number | null;
+            /** @description Failed messages go to the DLQ (default true) */
+            deadLetterQueue?: boolean | null;
+            /** @description Messages become deliverable this long after their push, seconds */
+            delayedProcessing?: number | null;
+            /** @description Accepted and echoed without effect (Queen's clients send it) */
+            dlqAfterMaxRetries?: boolean | null;
+            /** @description Store payloads encrypted (needs REGINA_ENCRYPTION_KEY) */
+            encryptionEnabled?: boolean | null;
+            /** @description Lease length, seconds (default 300) */
+            leaseTime?: number | null;
+            /** @description Most messages waiting (0: no limit) */
+            maxSize?: number | null;
+            /** @description Evict messages waiting longer than this, seconds (0: never) */
+            maxWaitTimeSeconds?: number | null;
+            /** @description Order of namespace and task pops (higher first) */
+            priority?: number | null;
+            /** @description Delete messages by age (default true) */
+            retentionEnabled?: boolean | null;
+            /** @description Delete messages older than this, seconds (0: never) */
+            retentionSeconds?: number | null;
+            /** @description Wait before a failed message is delivered again, milliseconds (default 0) */
+            retryDelay?: number | null;
+            /** @description Failed attempts before the DLQ (default 3) */
+            retryLimit?: number | null;
+            /** @description Messages older than this are not delivered, seconds (0: never) */
+            ttl?: number | null;
+            /** @description A partition is delivered only once its newest message is this old, seconds */
+            windowBuffer?: number | null;
+        };
+        /** @description Body of `POST /streams/v1/queries`. */
+        RegisterBody: {
+            /** @description Hash of the operator chain; a changed one needs `reset` */
+            config_hash: string;
+            /** @description The query's name (its id across restarts) */
+            name: string;
+            /** @description Drop the state of a changed chain */
+            reset?: boolean | null;
+            /** @description The queue the query pushes to */
+            sink_queue?: string | null;
+            /** @description The queue the query reads */
+            source_queue: string;
+        };
+        /** @description Body of `POST /api/v1/messages/{partitionId}/{transactionId}/retry`. */
+        RequeueBody: {
+            /** @description The group to requeue for (every group the message is dead-lettered for when absent) */
+            consumerGroup?: string | null;
+        };
+        /**
+         * @description Body of a seek: `{toEnd: true}` or `{timestamp}` (`toEnd: true` wins, and then `timestamp`
+         *     is not read).
+         */
+        SeekBody: {
+            /** @description Move to the first message created after this instant */
+            timestamp?: string | null;
+            /** @description Move past every message committed before the seek */
+            toEnd?: boolean | null;
+        } | {
+            /** @constant */
+            toEnd: true;
+        } | {
+            timestamp: string;
+        };
+        /** @description Body of `POST /streams/v1/state/get`. */
+        StateGetBody: {
+            /** @description Only keys starting with this text (literally) */
+            key_prefix?: string | null;
+            /** @description Only these keys */
+            keys?: string[] | null;
+            /**
+             * Format: uuid
+             * @description The shard's partition
+             */
+            partition_id: string;
+            /**
+             * Format: uuid
+             * @description The query
+             */
+            query_id: string;
+            /** @description Only rows whose numeric `windowEnd` is at or before this, epoch milliseconds */
+            ripe_at_or_before?: number | null;
+        };
+        /** @description One state op: `{type: "upsert" | "delete", key, value}`. */
+        StateOp: {
+            /** @description The state key */
+            key: string;
+            /**
+             * @description `upsert` or `delete`
+             * @enum {string}
+             */
+            type?: "upsert" | "delete";
+            /** @description The value an upsert stores (`{}` when absent, `null` kept) */
+            value?: unknown;
+        };
+        /** @description Body of `POST /api/v1/consumer-groups/{group}/subscription`. */
+        SubscriptionBody: {
+            /** @description Where the group starts on partitions it has not touched */
+            subscriptionTimestamp: string;
+        };
+        /** @description Body of the maintenance switches. */
+        SwitchBody: {
+            /** @description On or off */
+            enabled: boolean;
         };
         TimeSeries: {
             bucketSeconds?: number;
@@ -1102,6 +1321,37 @@ export interface components {
             /** Format: date-time */
             to?: string;
         };
+        /** @description Body of `POST /api/v1/traces`. */
+        TraceBody: {
+            /** @description The group processing the message (queue mode when absent) */
+            consumerGroup?: string | null;
+            /** @description What happened */
+            data: unknown;
+            /** @description The event's type (default `info`) */
+            eventType?: string | null;
+            /**
+             * Format: uuid
+             * @description The message's partition
+             */
+            partitionId: string;
+            /** @description Names to find the event by: one, or a list */
+            traceNames?: null | "" | string | string[];
+            /** @description The message's transactionId */
+            transactionId: string;
+            /** @description Who recorded it */
+            workerId?: string | null;
+        };
+        /** @description Body of `POST /api/v1/transaction`. */
+        TransactionBody: {
+            /**
+             * @description Ack operations and push operations (at least one); their acks plus pushed items at most
+             *     TRANSACTION_OPERATIONS_MAX
+             */
+            operations: components["schemas"]["TransactionOperation"][];
+            /** @description Accepted and ignored: each ack checks its own lease (docs/compatibility.md) */
+            requiredLeases?: unknown;
+        };
+        TransactionOperation: components["schemas"]["PushOperation"] | components["schemas"]["AckOperation"];
     };
     responses: {
         /** @description Invalid JSON, body, parameter, or too many items */
@@ -1262,10 +1512,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    acknowledgments: components["schemas"]["Ack"][];
-                    consumerGroup?: string | null;
-                };
+                "application/json": components["schemas"]["AckBatchBody"];
             };
         };
         responses: {
@@ -1289,10 +1536,16 @@ export interface operations {
     getAnalyticsPostgresStats: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
+                /** @description Only this host (worker-metrics) */
+                hostname?: string;
+                /** @description Only this queue (queue-lag, queue-ops, retention) */
+                queue?: string;
+                /** @description Only this instance (worker-metrics) */
+                workerId?: string;
             };
             header?: never;
             path?: never;
@@ -1320,12 +1573,16 @@ export interface operations {
     getAnalyticsQueueLag: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
-                /** @description Only this queue */
+                /** @description Only this host (worker-metrics) */
+                hostname?: string;
+                /** @description Only this queue (queue-lag, queue-ops, retention) */
                 queue?: string;
+                /** @description Only this instance (worker-metrics) */
+                workerId?: string;
             };
             header?: never;
             path?: never;
@@ -1353,12 +1610,16 @@ export interface operations {
     getAnalyticsQueueOps: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
-                /** @description Only this queue */
+                /** @description Only this host (worker-metrics) */
+                hostname?: string;
+                /** @description Only this queue (queue-lag, queue-ops, retention) */
                 queue?: string;
+                /** @description Only this instance (worker-metrics) */
+                workerId?: string;
             };
             header?: never;
             path?: never;
@@ -1386,10 +1647,16 @@ export interface operations {
     getAnalyticsQueueParkedReplicas: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
+                /** @description Only this host (worker-metrics) */
+                hostname?: string;
+                /** @description Only this queue (queue-lag, queue-ops, retention) */
+                queue?: string;
+                /** @description Only this instance (worker-metrics) */
+                workerId?: string;
             };
             header?: never;
             path?: never;
@@ -1417,12 +1684,16 @@ export interface operations {
     getAnalyticsRetention: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
-                /** @description Only this queue */
+                /** @description Only this host (worker-metrics) */
+                hostname?: string;
+                /** @description Only this queue (queue-lag, queue-ops, retention) */
                 queue?: string;
+                /** @description Only this instance (worker-metrics) */
+                workerId?: string;
             };
             header?: never;
             path?: never;
@@ -1450,10 +1721,16 @@ export interface operations {
     getAnalyticsSystemMetrics: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
+                /** @description Only this host (worker-metrics) */
+                hostname?: string;
+                /** @description Only this queue (queue-lag, queue-ops, retention) */
+                queue?: string;
+                /** @description Only this instance (worker-metrics) */
+                workerId?: string;
             };
             header?: never;
             path?: never;
@@ -1481,13 +1758,15 @@ export interface operations {
     getAnalyticsWorkerMetrics: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
-                /** @description Only this host */
+                /** @description Only this host (worker-metrics) */
                 hostname?: string;
-                /** @description Only this instance */
+                /** @description Only this queue (queue-lag, queue-ops, retention) */
+                queue?: string;
+                /** @description Only this instance (worker-metrics) */
                 workerId?: string;
             };
             header?: never;
@@ -1522,12 +1801,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    namespace?: string | null;
-                    options?: components["schemas"]["QueueOptions"];
-                    queue: string;
-                    task?: string | null;
-                };
+                "application/json": components["schemas"]["ConfigureBody"];
             };
         };
         responses: {
@@ -1615,10 +1889,10 @@ export interface operations {
     getConsumerGroupsLagging: {
         parameters: {
             query?: {
-                /** @description Least time lag, seconds */
-                minLagSeconds?: number;
                 /** @description Page size */
                 limit?: number;
+                /** @description Least time lag, seconds */
+                minLagSeconds?: number;
                 /** @description Rows skipped before the page */
                 offset?: number;
             };
@@ -1650,17 +1924,18 @@ export interface operations {
     getConsumerGroupsByGroup: {
         parameters: {
             query?: {
+                /** @description Partitions per queue */
+                limit?: number;
+                /** @description Partitions skipped before the page */
+                offset?: number;
                 /** @description Only this queue */
                 queue?: string;
                 /** @description Partitions by name, or most lagging first */
                 sort?: "partition" | "lag";
-                /** @description Page size */
-                limit?: number;
-                /** @description Rows skipped before the page */
-                offset?: number;
             };
             header?: never;
             path: {
+                /** @description The consumer group */
                 group: string;
             };
             cookie?: never;
@@ -1709,6 +1984,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The consumer group */
                 group: string;
             };
             cookie?: never;
@@ -1746,7 +2022,9 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The consumer group */
                 group: string;
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
@@ -1781,18 +2059,18 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The consumer group */
                 group: string;
+                /** @description The queue */
                 queue: string;
+                /** @description The partition */
                 partition: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    timestamp?: string;
-                    toEnd?: boolean;
-                };
+                "application/json": components["schemas"]["PartitionSeekBody"];
             };
         };
         responses: {
@@ -1821,17 +2099,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The consumer group */
                 group: string;
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    timestamp?: string;
-                    toEnd?: boolean;
-                };
+                "application/json": components["schemas"]["SeekBody"];
             };
         };
         responses: {
@@ -1860,15 +2137,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The consumer group */
                 group: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    subscriptionTimestamp: string;
-                };
+                "application/json": components["schemas"]["SubscriptionBody"];
             };
         };
         responses: {
@@ -1898,20 +2174,20 @@ export interface operations {
     getDlq: {
         parameters: {
             query?: {
-                /** @description Only this queue */
-                queue?: string;
                 /** @description Only this group */
                 consumerGroup?: string;
-                /** @description Only this partition */
-                partition?: string;
                 /** @description Oldest failedAt */
                 from?: string;
-                /** @description Newest failedAt */
-                to?: string;
                 /** @description Page size */
                 limit?: number;
                 /** @description Rows skipped before the page */
                 offset?: number;
+                /** @description Only this partition */
+                partition?: string;
+                /** @description Only this queue */
+                queue?: string;
+                /** @description Newest failedAt */
+                to?: string;
             };
             header?: never;
             path?: never;
@@ -1947,15 +2223,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The lease (any text: one that is not a UUID names no lease, answered in-band) */
                 leaseId: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    seconds?: number;
-                };
+                "application/json": components["schemas"]["ExtendBody"];
             };
         };
         responses: {
@@ -1999,28 +2274,28 @@ export interface operations {
     getMessages: {
         parameters: {
             query?: {
-                /** @description Only this queue */
-                queue?: string;
-                /** @description Only this partition */
-                partition?: string;
-                /** @description Only this namespace */
-                ns?: string;
-                /** @description Only this namespace (when `ns` is absent) */
-                namespace?: string;
-                /** @description Only this task */
-                task?: string;
                 /** @description Statuses relative to this group */
                 consumerGroup?: string;
-                /** @description Only messages with this status */
-                status?: "pending" | "processing" | "completed" | "dead_letter";
                 /** @description Oldest createdAt (default now − 1 h) */
                 from?: string;
-                /** @description Newest createdAt (default now) */
-                to?: string;
                 /** @description Page size */
                 limit?: number;
+                /** @description Only this namespace (when `ns` is absent; read only then) */
+                namespace?: string;
+                /** @description Only this namespace */
+                ns?: string;
                 /** @description Rows skipped before the page */
                 offset?: number;
+                /** @description Only this partition */
+                partition?: string;
+                /** @description Only this queue */
+                queue?: string;
+                /** @description Only messages with this status */
+                status?: "pending" | "processing" | "completed" | "dead_letter";
+                /** @description Only this task */
+                task?: string;
+                /** @description Newest createdAt (default now) */
+                to?: string;
             };
             header?: never;
             path?: never;
@@ -2065,7 +2340,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The message's partition */
                 partitionId: string;
+                /** @description The message's transactionId */
                 transactionId: string;
             };
             cookie?: never;
@@ -2097,7 +2374,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The message's partition */
                 partitionId: string;
+                /** @description The message's transactionId */
                 transactionId: string;
             };
             cookie?: never;
@@ -2136,17 +2415,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The message's partition */
                 partitionId: string;
+                /** @description The message's transactionId */
                 transactionId: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    consumerGroup?: string | null;
-                    error?: string | null;
-                };
+                "application/json": components["schemas"]["DeadLetterBody"];
             };
         };
         responses: {
@@ -2182,16 +2460,16 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The message's partition */
                 partitionId: string;
+                /** @description The message's transactionId */
                 transactionId: string;
             };
             cookie?: never;
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    consumerGroup?: string | null;
-                };
+                "application/json": components["schemas"]["RequeueBody"];
             };
         };
         responses: {
@@ -2224,26 +2502,26 @@ export interface operations {
     getPop: {
         parameters: {
             query?: {
-                /** @description Most messages in the answer, across all claimed partitions (limit POP_BATCH_MAX) */
-                batch?: number;
-                /** @description Most partitions claimed (limit POP_PARTITIONS_MAX) */
-                partitions?: number;
-                /** @description Long-poll until a message arrives or the timeout */
-                wait?: boolean;
-                /** @description Long-poll deadline, milliseconds (limit POP_TIMEOUT_MS_MAX) */
-                timeout?: number;
-                /** @description Consumer group (queue mode by default) */
-                consumerGroup?: string;
-                /** @description Settle on delivery (at most once) */
-                autoAck?: boolean;
-                /** @description Where a new group starts: `new` or `new-only` from now, any other value from the beginning (default DEFAULT_SUBSCRIPTION_MODE) */
-                subscriptionMode?: string;
-                /** @description Where a new group starts: `now` or a timestamp */
-                subscriptionFrom?: string;
                 /** @description Queues of this namespace (namespace or task required) */
                 namespace?: string;
                 /** @description Queues of this task (namespace or task required) */
                 task?: string;
+                /** @description Settle on delivery (at most once) */
+                autoAck?: boolean;
+                /** @description Most messages in the answer, across claimed partitions (limit POP_BATCH_MAX) */
+                batch?: number;
+                /** @description Consumer group (queue mode by default) */
+                consumerGroup?: string;
+                /** @description Most partitions claimed (limit POP_PARTITIONS_MAX) */
+                partitions?: number;
+                /** @description Where a new group starts: `now` or a timestamp */
+                subscriptionFrom?: string;
+                /** @description Where a new group starts (default DEFAULT_SUBSCRIPTION_MODE) */
+                subscriptionMode?: string;
+                /** @description Long-poll deadline, milliseconds (default DEFAULT_TIMEOUT, limit POP_TIMEOUT_MS_MAX) */
+                timeout?: number;
+                /** @description Long-poll until a message arrives or the timeout */
+                wait?: boolean;
             };
             header?: never;
             path?: never;
@@ -2288,25 +2566,26 @@ export interface operations {
     getPopQueueByQueue: {
         parameters: {
             query?: {
-                /** @description Most messages in the answer, across all claimed partitions (limit POP_BATCH_MAX) */
-                batch?: number;
-                /** @description Most partitions claimed (limit POP_PARTITIONS_MAX) */
-                partitions?: number;
-                /** @description Long-poll until a message arrives or the timeout */
-                wait?: boolean;
-                /** @description Long-poll deadline, milliseconds (limit POP_TIMEOUT_MS_MAX) */
-                timeout?: number;
-                /** @description Consumer group (queue mode by default) */
-                consumerGroup?: string;
                 /** @description Settle on delivery (at most once) */
                 autoAck?: boolean;
-                /** @description Where a new group starts: `new` or `new-only` from now, any other value from the beginning (default DEFAULT_SUBSCRIPTION_MODE) */
-                subscriptionMode?: string;
+                /** @description Most messages in the answer, across claimed partitions (limit POP_BATCH_MAX) */
+                batch?: number;
+                /** @description Consumer group (queue mode by default) */
+                consumerGroup?: string;
+                /** @description Most partitions claimed (limit POP_PARTITIONS_MAX) */
+                partitions?: number;
                 /** @description Where a new group starts: `now` or a timestamp */
                 subscriptionFrom?: string;
+                /** @description Where a new group starts (default DEFAULT_SUBSCRIPTION_MODE) */
+                subscriptionMode?: string;
+                /** @description Long-poll deadline, milliseconds (default DEFAULT_TIMEOUT, limit POP_TIMEOUT_MS_MAX) */
+                timeout?: number;
+                /** @description Long-poll until a message arrives or the timeout */
+                wait?: boolean;
             };
             header?: never;
             path: {
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
@@ -2350,26 +2629,26 @@ export interface operations {
     getPopQueueByQueuePartitionByPartition: {
         parameters: {
             query?: {
-                /** @description Most messages in the answer, across all claimed partitions (limit POP_BATCH_MAX) */
-                batch?: number;
-                /** @description Most partitions claimed (limit POP_PARTITIONS_MAX) */
-                partitions?: number;
-                /** @description Long-poll until a message arrives or the timeout */
-                wait?: boolean;
-                /** @description Long-poll deadline, milliseconds (limit POP_TIMEOUT_MS_MAX) */
-                timeout?: number;
-                /** @description Consumer group (queue mode by default) */
-                consumerGroup?: string;
                 /** @description Settle on delivery (at most once) */
                 autoAck?: boolean;
-                /** @description Where a new group starts: `new` or `new-only` from now, any other value from the beginning (default DEFAULT_SUBSCRIPTION_MODE) */
-                subscriptionMode?: string;
+                /** @description Most messages in the answer (default DEFAULT_BATCH_SIZE, limit POP_BATCH_MAX) */
+                batch?: number;
+                /** @description Consumer group (queue mode by default) */
+                consumerGroup?: string;
                 /** @description Where a new group starts: `now` or a timestamp */
                 subscriptionFrom?: string;
+                /** @description Where a new group starts (default DEFAULT_SUBSCRIPTION_MODE) */
+                subscriptionMode?: string;
+                /** @description Long-poll deadline, milliseconds (default DEFAULT_TIMEOUT, limit POP_TIMEOUT_MS_MAX) */
+                timeout?: number;
+                /** @description Long-poll until a message arrives or the timeout */
+                wait?: boolean;
             };
             header?: never;
             path: {
+                /** @description The queue */
                 queue: string;
+                /** @description The partition */
                 partition: string;
             };
             cookie?: never;
@@ -2419,9 +2698,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    items: components["schemas"]["PushItem"][];
-                };
+                "application/json": components["schemas"]["PushBody"];
             };
         };
         responses: {
@@ -2455,10 +2732,11 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Not supported: present, the request is refused (400) and nothing is deleted */
-                partition?: string;
+                partition?: unknown;
             };
             header?: never;
             path: {
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
@@ -2581,14 +2859,14 @@ export interface operations {
     getResourcesPartitions: {
         parameters: {
             query?: {
-                /** @description Only partitions of this queue */
-                queue?: string;
-                /** @description Substring of the partition name */
-                search?: string;
                 /** @description Page size */
                 limit?: number;
                 /** @description Rows skipped before the page */
                 offset?: number;
+                /** @description Only partitions of this queue */
+                queue?: string;
+                /** @description Substring of the partition name */
+                search?: string;
             };
             header?: never;
             path?: never;
@@ -2636,16 +2914,16 @@ export interface operations {
     getResourcesQueues: {
         parameters: {
             query?: {
-                /** @description Only queues of this namespace */
-                namespace?: string;
-                /** @description Only queues of this task */
-                task?: string;
-                /** @description Substring of the queue name */
-                search?: string;
                 /** @description Page size */
                 limit?: number;
+                /** @description Only queues of this namespace */
+                namespace?: string;
                 /** @description Rows skipped before the page */
                 offset?: number;
+                /** @description Substring of the queue name */
+                search?: string;
+                /** @description Only queues of this task */
+                task?: string;
             };
             header?: never;
             path?: never;
@@ -2698,6 +2976,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
@@ -2752,6 +3031,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
@@ -2902,14 +3182,14 @@ export interface operations {
     getStatus: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
-                /** @description Only this queue */
-                queue?: string;
                 /** @description Only this namespace */
                 namespace?: string;
+                /** @description Only this queue */
+                queue?: string;
                 /** @description Only this task */
                 task?: string;
             };
@@ -2943,14 +3223,14 @@ export interface operations {
             query?: {
                 /** @description Bucket size */
                 interval?: "hour" | "day" | "week" | "month";
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
-                /** @description Only this queue */
-                queue?: string;
                 /** @description Only this namespace */
                 namespace?: string;
+                /** @description Only this queue */
+                queue?: string;
                 /** @description Only this task */
                 task?: string;
             };
@@ -3029,18 +3309,18 @@ export interface operations {
     getStatusQueues: {
         parameters: {
             query?: {
-                /** @description Start of the range (default now − 1 h) */
+                /** @description Start of the range (default an hour before `to`; at most 31 days before it) */
                 from?: string;
                 /** @description End of the range (default now) */
                 to?: string;
-                /** @description Only this namespace */
-                namespace?: string;
-                /** @description Only this task */
-                task?: string;
                 /** @description Page size */
                 limit?: number;
+                /** @description Only this namespace */
+                namespace?: string;
                 /** @description Rows skipped before the page */
                 offset?: number;
+                /** @description Only this task */
+                task?: string;
             };
             header?: never;
             path?: never;
@@ -3080,6 +3360,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
@@ -3116,6 +3397,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The queue */
                 queue: string;
             };
             cookie?: never;
@@ -3195,9 +3477,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    enabled: boolean;
-                };
+                "application/json": components["schemas"]["SwitchBody"];
             };
         };
         responses: {
@@ -3261,9 +3541,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    enabled: boolean;
-                };
+                "application/json": components["schemas"]["SwitchBody"];
             };
         };
         responses: {
@@ -3296,16 +3574,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    consumerGroup?: string | null;
-                    data: unknown;
-                    eventType?: string | null;
-                    /** Format: uuid */
-                    partitionId: string;
-                    traceNames?: unknown;
-                    transactionId: string;
-                    workerId?: string | null;
-                };
+                "application/json": components["schemas"]["TraceBody"];
             };
         };
         responses: {
@@ -3341,6 +3610,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The trace name */
                 traceName: string;
             };
             cookie?: never;
@@ -3412,7 +3682,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description The message's partition */
                 partitionId: string;
+                /** @description The message's transactionId */
                 transactionId: string;
             };
             cookie?: never;
@@ -3449,24 +3721,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    operations: ({
-                        items: components["schemas"]["PushItem"][];
-                        /** @constant */
-                        type: "push";
-                    } | {
-                        consumerGroup?: string | null;
-                        error?: string | null;
-                        leaseId?: string | null;
-                        /** Format: uuid */
-                        partitionId: string;
-                        status?: string;
-                        transactionId: string;
-                        /** @constant */
-                        type: "ack";
-                    })[];
-                    requiredLeases?: unknown;
-                };
+                "application/json": components["schemas"]["TransactionBody"];
             };
         };
         responses: {
@@ -3618,29 +3873,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    ack?: {
-                        count?: number;
-                        error?: string | null;
-                        leaseId?: string | null;
-                        /** @enum {string} */
-                        status?: "completed" | "success" | "failed" | "retry" | "dlq";
-                        transactionId: string;
-                    } | null;
-                    consumer_group?: string | null;
-                    /** Format: uuid */
-                    partition_id: string;
-                    push_items?: components["schemas"]["PushItem"][] | null;
-                    /** Format: uuid */
-                    query_id: string;
-                    release_lease?: boolean | null;
-                    state_ops?: {
-                        key: string;
-                        /** @enum {string} */
-                        type: "upsert" | "delete";
-                        value?: unknown;
-                    }[] | null;
-                };
+                "application/json": components["schemas"]["CycleBody"];
             };
         };
         responses: {
@@ -3689,13 +3922,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    config_hash: string;
-                    name: string;
-                    reset?: boolean;
-                    sink_queue?: string | null;
-                    source_queue: string;
-                };
+                "application/json": components["schemas"]["RegisterBody"];
             };
         };
         responses: {
@@ -3734,15 +3961,7 @@ export interface operations {
         };
         requestBody?: {
             content: {
-                "application/json": {
-                    key_prefix?: string | null;
-                    keys?: string[] | null;
-                    /** Format: uuid */
-                    partition_id: string;
-                    /** Format: uuid */
-                    query_id: string;
-                    ripe_at_or_before?: number | null;
-                };
+                "application/json": components["schemas"]["StateGetBody"];
             };
         };
         responses: {
