@@ -16,15 +16,16 @@ begin
     -- a generic plan may probe the queue alone and compare names row by row.
     insert into regina.queues (name, namespace, task)
     select s.name, split_part(s.name, '.', 1), split_part(s.name, '.', 2)
-    from (select distinct e ->> 'queue' as name from jsonb_array_elements(i_items) e) s
+    from (select distinct e.queue as name
+          from jsonb_populate_recordset(null::regina.push_request, i_items) e) s
     where (select 1 from regina.queues q where q.name = s.name limit 1) is null
     order by s.name
     on conflict (name) do nothing;
 
     insert into regina.partitions (queue_id, name)
     select q.id, s.partition_name
-    from (select distinct e ->> 'queue' as queue_name, e ->> 'partition' as partition_name
-          from jsonb_array_elements(i_items) e) s
+    from (select distinct e.queue as queue_name, e.partition as partition_name
+          from jsonb_populate_recordset(null::regina.push_request, i_items) e) s
     cross join lateral (select qq.id from regina.queues qq where qq.name = s.queue_name
                         limit 1) q
     where (select 1 from regina.partitions p
@@ -52,21 +53,22 @@ begin
     o_capped := '{}';
     for attempt in 1 .. 2 loop
         select array_agg(row(
-                   (t.ord - 1)::integer, q.name, p.name, p.id, p.uuid,
-                   t.e ->> 'transactionId', (t.e ->> 'messageId')::uuid,
-                   nullif(t.e ->> 'traceId', ''), t.e ->> 'producerSub',
-                   coalesce(t.payload, (t.e -> 'payload')::json),
-                   t.e ->> 'payloadKeyId', q.id, q.max_size, q.encryption_enabled
-               )::regina.push_item order by t.ord)
+                   (t.ordinality - 1)::integer, q.name, p.name, p.id, p.uuid,
+                   t."transactionId", t."messageId", nullif(t."traceId", ''), t."producerSub",
+                   coalesce(t.value, t.payload), t."payloadKeyId", q.id, q.max_size,
+                   q.encryption_enabled
+               )::regina.push_item order by t.ordinality)
         into o_items
-        from rows from (jsonb_array_elements(i_items), json_array_elements(i_payloads))
-             with ordinality t(e, payload, ord)
+        -- The items read once into their declared shape (migrations/0014_request_types.sql),
+        -- their payloads beside them (`value`).
+        from rows from (jsonb_populate_recordset(null::regina.push_request, i_items),
+                        json_array_elements(i_payloads)) with ordinality t
         -- `limit 1` (the keys are unique anyway) keeps the planner from turning these lookups into
         -- a join that scans the whole table.
-        left join lateral (select qq.* from regina.queues qq where qq.name = t.e ->> 'queue'
+        left join lateral (select qq.* from regina.queues qq where qq.name = t.queue
                            limit 1) q on true
         left join lateral (select pp.* from regina.partitions pp
-                           where pp.queue_id = q.id and pp.name = t.e ->> 'partition'
+                           where pp.queue_id = q.id and pp.name = t.partition
                            limit 1) p on true;
         -- Queues created below are new, hence uncapped: every capped queue is known here.
         if attempt = 1 and i_capacity then

@@ -2,54 +2,20 @@
 -- per partition. The cursor row of (partition, group) is the lock: claims take it with
 -- `skip locked`, so pops never wait for each other and groups never block each other.
 
--- The offset a new cursor starts at: the first message with createdAt >= i_start_at, or the
--- oldest retained message when i_start_at is null. The partition's next offset is read first:
--- every message below it is already committed, so the search can't skip a late commit.
-create or replace function regina._start_seq(i_partition_id bigint, i_start_at timestamptz)
-returns bigint
-language plpgsql as $$
-declare
-    v_end bigint;
-    v_lo bigint := 0;
-    v_hi bigint;
-    v_mid bigint;
-    v_at timestamptz;
-begin
-    select p.next_seq into v_end from regina.partitions p where p.id = i_partition_id;
-    if i_start_at is null then
-        return coalesce((select min(m.seq) from regina.messages m
-                         where m.partition_id = i_partition_id and m.seq < v_end), v_end);
-    end if;
-    -- createdAt never decreases along the offsets of ordinary messages: binary search for the
-    -- first one >= i_start_at (requeued deliveries keep an older createdAt: not probed).
-    v_hi := v_end;
-    while v_lo < v_hi loop
-        v_mid := (v_lo + v_hi) / 2;
-        select m.created_at into v_at from regina.messages m
-        where m.partition_id = i_partition_id and m.seq >= v_mid and m.seq < v_end
-          and m.for_group is null
-        order by m.seq limit 1;
-        if not found or v_at >= i_start_at then
-            v_hi := v_mid;
-        else
-            v_lo := v_mid + 1;
-        end if;
-    end loop;
-    return v_lo;
-end
-$$;
-
 -- The subscription start of a group on a queue, fixed by its first pop there (queue mode: all
 -- messages). A new subscription adds the ready rows of the partitions that already hold messages
 -- for it. It first takes the partitions table in share mode, which waits for pushes in flight
 -- (they did not see the subscription, so they add no rows for it) and holds new ones back until
 -- commit (they will see it).
-create or replace function regina._subscription_start(i_queue_id bigint, i_group text, i_req jsonb,
+select regina._drop_outdated('regina._subscription_start(bigint, text, jsonb, timestamptz)',
+                             'pop_request');
+create or replace function regina._subscription_start(i_queue_id bigint, i_group text,
+                                                      i_req regina.pop_request,
                                                       i_now timestamptz)
 returns timestamptz
 language plpgsql as $$
 declare
-    v_from text := nullif(i_req ->> 'subscriptionFrom', '');
+    v_from text := nullif(i_req."subscriptionFrom", '');
     v_mode text;
     v_start timestamptz;
 begin
@@ -60,7 +26,7 @@ begin
     end if;
     v_mode := case when i_group = '__QUEUE_MODE__' then 'all'
                    when v_from is not null and v_from <> 'now' then 'timestamp'
-                   when v_from = 'now' or i_req ->> 'subscriptionMode' in ('new', 'new-only') then 'new'
+                   when v_from = 'now' or i_req."subscriptionMode" in ('new', 'new-only') then 'new'
                    else 'all' end;
     v_start := case v_mode when 'timestamp' then v_from::timestamptz when 'new' then i_now end;
     insert into regina.subscriptions (queue_id, consumer_group, mode, start_at)
@@ -77,50 +43,6 @@ begin
     end if;
     return (select s.start_at from regina.subscriptions s
             where s.queue_id = i_queue_id and s.consumer_group = i_group);
-end
-$$;
-
--- Locks the cursor of (partition, group), creating it at the subscription start if missing.
--- Null when another transaction holds it: that partition is busy for this group right now.
-create or replace function regina._cursor_lock(i_queue_id bigint, i_partition_id bigint,
-                                               i_group text, i_start_at timestamptz)
-returns regina.cursors
-language plpgsql as $$
-declare
-    v_c regina.cursors;
-begin
-    select * into v_c from regina.cursors c
-    where c.partition_id = i_partition_id and c.consumer_group = i_group
-    for update skip locked;
-    if found then
-        return v_c;
-    end if;
-    -- Creating: a try-lock on the key instead of waiting on a concurrent insert of the same row,
-    -- so two pop batches creating cursors in different orders cannot deadlock.
-    if not pg_try_advisory_xact_lock(hashtextextended(i_partition_id::text || '/' || i_group, 0)) then
-        return null;
-    end if;
-    select * into v_c from regina.cursors c
-    where c.partition_id = i_partition_id and c.consumer_group = i_group
-    for update skip locked;
-    if found then
-        return v_c;
-    end if;
-    if exists (select 1 from regina.cursors c
-               where c.partition_id = i_partition_id and c.consumer_group = i_group) then
-        return null;
-    end if;
-    -- The key-share lock the insert takes anyway, taken first: it waits for a deletion job that
-    -- holds the partition, and finds nothing when partition cleanup deleted it meanwhile.
-    perform 1 from regina.partitions p where p.id = i_partition_id for key share;
-    if not found then
-        return null;
-    end if;
-    insert into regina.cursors (partition_id, consumer_group, queue_id, next_seq)
-    values (i_partition_id, i_group, i_queue_id, regina._start_seq(i_partition_id, i_start_at))
-    on conflict do nothing
-    returning * into v_c;
-    return v_c;
 end
 $$;
 
@@ -171,54 +93,6 @@ begin
                'consumerGroup', i_c.consumer_group,
                'retryCount', case when m.rn = 1 then i_c.head_attempts else 0 end) as message) o
     where m.visible;
-end
-$$;
-
--- Settles the messages at the head whose ttl has passed (they form a prefix: createdAt never
--- decreases along a partition). Requeued deliveries never expire; those of other groups are not
--- this group's messages. Returns the cursor moved past them.
-create or replace function regina._expire_head(i_c regina.cursors, i_q regina.queues,
-                                               i_now timestamptz)
-returns regina.cursors
-language plpgsql as $$
-declare
-    v_c regina.cursors := i_c;
-    v_keep bigint;
-begin
-    if i_q.ttl_seconds = 0 then
-        return v_c;
-    end if;
-    select coalesce(
-               min(m.seq) filter (where m.created_at > i_now - i_q.ttl_seconds * interval '1 second'
-                                        or m.for_group is not null),
-               max(m.seq) + 1)
-    into v_keep
-    from regina.messages m
-    where m.partition_id = v_c.partition_id and m.seq >= v_c.next_seq
-      and (m.for_group is null or m.for_group = v_c.consumer_group);
-    if v_keep > v_c.next_seq then
-        v_c.next_seq := v_keep;
-        v_c.marks := regina._marks_from(v_c.marks, v_keep);
-        v_c.head_attempts := 0;
-        v_c.head_error := null;
-    end if;
-    return v_c;
-end
-$$;
-
--- Messages a ttl settled at the head between two states of one cursor: the group's ordinary
--- messages passed over that were not settled already.
-create or replace function regina._expired_count(i_before regina.cursors, i_after regina.cursors)
-returns bigint
-language plpgsql stable as $$
-begin
-    if i_after.next_seq <= i_before.next_seq then
-        return 0;
-    end if;
-    return (select count(*) from regina.messages m
-            where m.partition_id = i_before.partition_id
-              and m.seq >= i_before.next_seq and m.seq < i_after.next_seq
-              and m.seq <> all (i_before.marks) and m.for_group is null);
 end
 $$;
 
@@ -345,45 +219,6 @@ begin
                   from regina.queues q
                   where (i_namespace is null or q.namespace = i_namespace)
                     and (i_task is null or q.task = i_task)) s);
-end
-$$;
-
--- Creates the missing cursors of a group on partitions of a queue, at the subscription start, in
--- one statement. A key is created only under a try-lock on it, so two pops creating cursors never
--- wait for each other's insert (nor deadlock); the loser of a race finds the cursor locked or
--- created. The key-share lock the insert takes anyway is taken first: it waits for a deletion job
--- that holds the partition, and skips a partition that partition cleanup deleted.
-create or replace function regina._cursors_create(i_queue_id bigint, i_group text,
-                                                  i_partition_ids bigint[],
-                                                  i_start_at timestamptz)
-returns void
-language plpgsql as $$
-begin
-    insert into regina.cursors (partition_id, consumer_group, queue_id, next_seq)
-    select p.id, i_group, i_queue_id, regina._start_seq(p.id, i_start_at)
-    from unnest(i_partition_ids) k(partition_id)
-    cross join lateral (select pp.id from regina.partitions pp
-                        where pp.id = k.partition_id for key share) p
-    where (select 1 from regina.cursors c
-           where c.partition_id = k.partition_id and c.consumer_group = i_group) is null
-      and pg_try_advisory_xact_lock(hashtextextended(k.partition_id::text || '/' || i_group, 0))
-    order by p.id
-    on conflict do nothing;
-end
-$$;
-
--- The cursors of a group on partitions i_partition_ids that nobody else holds, locked, in the
--- order of i_partition_ids (partitions without a cursor are left out too).
-create or replace function regina._cursors_lock(i_partition_ids bigint[], i_group text)
-returns regina.cursors[]
-language plpgsql as $$
-begin
-    return (select coalesce(array_agg(c.cursor order by k.ord), '{}')
-            from unnest(i_partition_ids) with ordinality k(partition_id, ord)
-            cross join lateral (select cc as cursor from regina.cursors cc
-                                where cc.partition_id = k.partition_id
-                                  and cc.consumer_group = i_group
-                                for update skip locked) c);
 end
 $$;
 
@@ -623,17 +458,17 @@ $$;
 -- One pop request: claims up to `partitions` partitions, `batch` messages in all. o_events: per
 -- claim that delivered or settled something, what the broker's metrics count
 -- (`[{queue, delivered, firstAgesMs, expired, leasesExpired, deadLettered}]`), or null.
-select regina._drop_outdated('regina._pop_one(jsonb, timestamptz)', 'o_events');
-create or replace function regina._pop_one(i_req jsonb, i_now timestamptz,
+select regina._drop_outdated('regina._pop_one(jsonb, timestamptz)', 'pop_request');
+create or replace function regina._pop_one(i_req regina.pop_request, i_now timestamptz,
                                            out o_result json, out o_events json)
 language plpgsql as $$
 declare
-    v_group text := coalesce(nullif(i_req ->> 'consumerGroup', ''), '__QUEUE_MODE__');
-    v_auto boolean := coalesce((i_req ->> 'autoAck')::boolean, false);
-    v_lease uuid := case when v_auto then null else (i_req ->> 'leaseId')::uuid end;
-    v_budget integer := coalesce((i_req ->> 'batch')::integer, 1);
-    v_slots integer := coalesce((i_req ->> 'partitions')::integer, 1);
-    v_single text := nullif(i_req ->> 'partition', '');
+    v_group text := coalesce(nullif(i_req."consumerGroup", ''), '__QUEUE_MODE__');
+    v_auto boolean := coalesce(i_req."autoAck", false);
+    v_lease uuid := case when v_auto then null else i_req."leaseId" end;
+    v_budget integer := coalesce(i_req.batch, 1);
+    v_slots integer := coalesce(i_req.partitions, 1);
+    v_single text := nullif(i_req.partition, '');
     v_queues bigint[];
     v_queue_id bigint;
     v_q regina.queues;
@@ -649,18 +484,17 @@ declare
     v_reason text := 'empty';
     v_wake timestamptz;
 begin
-    if i_req ->> 'queue' is not null then
-        v_queues := array(select q.id from regina.queues q where q.name = i_req ->> 'queue');
+    if i_req.queue is not null then
+        v_queues := array(select q.id from regina.queues q where q.name = i_req.queue);
     else
-        v_queues := regina._pop_queue_order(nullif(i_req ->> 'namespace', ''),
-                                            nullif(i_req ->> 'task', ''), v_group);
+        v_queues := regina._pop_queue_order(nullif(i_req.namespace, ''),
+                                            nullif(i_req.task, ''), v_group);
         -- A token with queue scopes pops only from the queues they allow (spec §1.6).
-        if jsonb_typeof(i_req -> 'scopes') = 'array' then
+        if i_req.scopes is not null then
             v_queues := array(
                 select t.id from unnest(v_queues) with ordinality t(id, ord)
                 join regina.queues q on q.id = t.id
-                where regina._queue_in_scopes(q.name, array(
-                          select jsonb_array_elements_text(i_req -> 'scopes')))
+                where regina._queue_in_scopes(q.name, i_req.scopes)
                 order by t.ord);
         end if;
     end if;
@@ -748,19 +582,25 @@ returns table (idx integer, result json, events json)
 language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
-    v_req jsonb;
-    v_ord bigint;
+    -- The requests, read once into their declared shape (migrations/0014_request_types.sql).
+    v_reqs regina.pop_request[] := array(select r from jsonb_populate_recordset(
+                                             null::regina.pop_request, i_reqs) r);
+    v_req regina.pop_request;
+    v_claims_only boolean := true;
     v_one record;
 begin
     -- A claim that is lost in a database crash is a lease that ended early: its messages are
     -- delivered again, which at-least-once allows. So a call that only claims does not wait for
     -- its commit to reach the disk. autoAck settles messages for good (at-most-once): it waits.
-    if not exists (select 1 from jsonb_array_elements(i_reqs) e
-                   where coalesce((e ->> 'autoAck')::boolean, false)) then
+    foreach v_req in array v_reqs loop
+        v_claims_only := v_claims_only and not coalesce(v_req."autoAck", false);
+    end loop;
+    if v_claims_only then
         perform set_config('synchronous_commit', 'off', true);
     end if;
-    for v_req, v_ord in select e, o from jsonb_array_elements(i_reqs) with ordinality t(e, o) loop
-        idx := v_ord - 1;
+    idx := -1;
+    foreach v_req in array v_reqs loop
+        idx := idx + 1;
         -- An assignment, not `select … into`: PL/pgSQL evaluates it without the executor.
         v_one := regina._pop_one(v_req, v_now);
         result := v_one.o_result;

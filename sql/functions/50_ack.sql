@@ -9,36 +9,37 @@
 create or replace function regina._ack_items(i_acks jsonb)
 returns setof regina.ack_item
 language sql stable as $$
-    select (t.ord - 1)::integer,
-           t.e ->> 'transactionId',
-           case coalesce(nullif(t.e ->> 'status', ''), 'completed')
-               when 'success' then 'completed' else coalesce(nullif(t.e ->> 'status', ''), 'completed') end,
-           nullif(t.e ->> 'leaseId', ''),
-           regina._uuid_or_null(t.e ->> 'leaseId'),
-           left(nullif(t.e ->> 'error', ''), 4096),
+    select (t.ordinality - 1)::integer,
+           t."transactionId",
+           case coalesce(nullif(t.status, ''), 'completed')
+               when 'success' then 'completed' else coalesce(nullif(t.status, ''), 'completed') end,
+           nullif(t."leaseId", ''),
+           regina._uuid_or_null(t."leaseId"),
+           left(nullif(t.error, ''), 4096),
            p.id, p.name, q.id, q.name,
            coalesce((select r.seq from regina.messages r
                      where r.partition_id = p.id and r.for_group = coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__')
-                       and r.transaction_id = t.e ->> 'transactionId'
+                       and r.transaction_id = t."transactionId"
                      order by r.seq desc limit 1),
                     (select m.seq from regina.messages m
-                     where m.partition_id = p.id and m.transaction_id = t.e ->> 'transactionId'
+                     where m.partition_id = p.id and m.transaction_id = t."transactionId"
                        and m.for_group is null)),
            coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__'),
            g.explicit is not null and g.of_lease is not null and g.explicit <> g.of_lease
                and not exists (select 1 from regina.cursors c
                                where c.partition_id = p.id and c.consumer_group = g.explicit
                                  and (c.lease_id = g.lease or c.last_lease_id = g.lease))
-    from jsonb_array_elements(i_acks) with ordinality t(e, ord)
-    left join regina.partitions p on p.uuid = regina._uuid_or_null(t.e ->> 'partitionId')
+    -- The items read once into their declared shape (migrations/0014_request_types.sql).
+    from rows from (jsonb_populate_recordset(null::regina.ack_request, i_acks)) with ordinality t
+    left join regina.partitions p on p.uuid = regina._uuid_or_null(t."partitionId")
     left join regina.queues q on q.id = p.queue_id
     cross join lateral (
-        select nullif(t.e ->> 'consumerGroup', '') as explicit,
-               regina._uuid_or_null(t.e ->> 'leaseId') as lease,
+        select nullif(t."consumerGroup", '') as explicit,
+               regina._uuid_or_null(t."leaseId") as lease,
                (select c.consumer_group from regina.cursors c
                 where c.partition_id = p.id
-                  and (c.lease_id = regina._uuid_or_null(t.e ->> 'leaseId')
-                       or c.last_lease_id = regina._uuid_or_null(t.e ->> 'leaseId'))
+                  and (c.lease_id = regina._uuid_or_null(t."leaseId")
+                       or c.last_lease_id = regina._uuid_or_null(t."leaseId"))
                 order by c.lease_active desc
                 limit 1) as of_lease) g
 $$;
@@ -63,40 +64,6 @@ language sql immutable as $$
         'partitionName', i_item.partition_name,
         'leaseReleased', i_released,
         'dlq', i_dlq)
-$$;
-
--- Settles message i_seq inside the active lease (completed, or dlq once its entry is written):
--- the head moves over the settled prefix; the lease ends when its whole range is settled.
-create or replace function regina._ack_settle(i_c regina.cursors, i_seq bigint, i_keep boolean,
-                                              i_now timestamptz)
-returns regina.cursors
-language plpgsql as $$
-declare
-    v_c regina.cursors := i_c;
-begin
-    if i_keep then
-        v_c.marks := v_c.marks || i_seq;
-    else
-        v_c.lease_marks := v_c.lease_marks || i_seq;
-    end if;
-    v_c.next_seq := regina._advance(v_c.partition_id, v_c.next_seq, v_c.marks || v_c.lease_marks,
-                                   v_c.consumer_group);
-    if v_c.next_seq > i_seq then    -- i_seq was the head: its failed attempts are history
-        v_c.head_attempts := 0;
-        v_c.head_error := null;
-    end if;
-    v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
-    v_c.lease_marks := regina._marks_from(v_c.lease_marks, v_c.next_seq);
-    v_c.total_consumed := v_c.total_consumed + 1;
-    v_c.last_consumed_at := i_now;
-    if v_c.next_seq > v_c.lease_end_seq then
-        v_c.lease_active := false;
-        v_c.last_lease_id := v_c.lease_id;
-        v_c.lease_marks := '{}';
-        v_c.batches_consumed := v_c.batches_consumed + 1;
-    end if;
-    return v_c;
-end
 $$;
 
 -- Decides one item against the locked cursor (the lease-check table of §4.6) and applies it.
@@ -143,52 +110,6 @@ begin
         io_c.lease_marks := '{}';
     end if;
     o_released := not io_c.lease_active;
-end
-$$;
-
--- Settles, in one step, a run of `completed` items of one (partition, group) against its locked
--- cursor when every item names a distinct message of the active lease's delivered range that is
--- still unsettled (the shape of an ack/batch after a pop): the head moves once over everything
--- settled, instead of once per item. Null when the run has another shape: then each item is
--- decided on its own (_ack_apply), with the same outcome.
-create or replace function regina._ack_settle_run(i_c regina.cursors, i_items regina.ack_item[],
-                                                  i_now timestamptz)
-returns regina.cursors
-language plpgsql as $$
-declare
-    v_c regina.cursors := i_c;
-    v_seqs bigint[];
-begin
-    if not i_c.lease_active or i_c.lease_expires_at <= i_now then
-        return null;
-    end if;
-    select array_agg(x.seq order by x.seq) into v_seqs from unnest(i_items) x
-    having bool_and(x.status = 'completed' and x.seq >= i_c.next_seq and x.seq <= i_c.lease_end_seq
-                    and (x.lease_text is null or x.lease_id = i_c.lease_id)
-                    and not x.group_mismatch)
-       and count(distinct x.seq) = count(*)
-       and not bool_or(x.seq = any (i_c.marks) or x.seq = any (i_c.lease_marks));
-    if v_seqs is null then
-        return null;
-    end if;
-    v_c.lease_marks := v_c.lease_marks || v_seqs;
-    v_c.next_seq := regina._advance(v_c.partition_id, v_c.next_seq, v_c.marks || v_c.lease_marks,
-                                   v_c.consumer_group);
-    if v_c.next_seq > i_c.next_seq then   -- the head was settled: its failed attempts are history
-        v_c.head_attempts := 0;
-        v_c.head_error := null;
-    end if;
-    v_c.marks := regina._marks_from(v_c.marks, v_c.next_seq);
-    v_c.lease_marks := regina._marks_from(v_c.lease_marks, v_c.next_seq);
-    v_c.total_consumed := v_c.total_consumed + cardinality(v_seqs);
-    v_c.last_consumed_at := i_now;
-    if v_c.next_seq > v_c.lease_end_seq then
-        v_c.lease_active := false;
-        v_c.last_lease_id := v_c.lease_id;
-        v_c.lease_marks := '{}';
-        v_c.batches_consumed := v_c.batches_consumed + 1;
-    end if;
-    return v_c;
 end
 $$;
 

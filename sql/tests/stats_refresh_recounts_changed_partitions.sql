@@ -1,4 +1,4 @@
--- The stats refresh (90_stats_refresh.sql): a pass recounts the partitions that changed since
+-- The stats refresh (91_stats_refresh.sql): a pass recounts the partitions that changed since
 -- the previous one and only those, in batches; queue sums, group lag, the lag history and the
 -- cluster gauges follow; old metrics history is trimmed in batches.
 

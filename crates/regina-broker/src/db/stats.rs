@@ -1,4 +1,4 @@
-//! The stats refresh (sql/functions/90_stats_refresh.sql, ADR 0012) and the SQL of the dashboard
+//! The stats refresh (sql/functions/91_stats_refresh.sql, ADR 0012) and the SQL of the dashboard
 //! feeds that read its tables (overview, status, analytics).
 //!
 //! A pass runs on a session of its own (the leader's stats session, or one opened for `POST

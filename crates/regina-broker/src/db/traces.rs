@@ -1,5 +1,5 @@
 //! The SQL of the traces endpoints (spec §3.11). Each function answers the response body as
-//! JSON text (sql/functions/90_traces.sql). Recording may run once per processed message, so its
+//! JSON text (sql/functions/84_traces.sql). Recording may run once per processed message, so its
 //! statement is prepared per session; the readings are rare and are not.
 
 use super::{single_text, DbError, Stmt};

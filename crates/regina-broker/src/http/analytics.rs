@@ -1,6 +1,6 @@
 //! Analytics feeds of the dashboard (spec §3.12): `GET /api/v1/analytics/{feed}`, time series
 //! over the metrics history and the stats refresh's lag history, in one shape for every feed
-//! (sql/functions/92_analytics.sql).
+//! (sql/functions/93_analytics.sql).
 
 use axum::extract::State;
 use axum::http::StatusCode;

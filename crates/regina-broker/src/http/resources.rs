@@ -1,7 +1,7 @@
 //! Resources (spec §3.8): the overview, queue, partition, namespace and task listings, one
 //! queue's detail, queue delete and queue clear. Listings leave out queues outside the caller's
 //! scopes; routes naming such a queue answer `403` (spec §1.6). Message counts come from the
-//! stats tables (sql/functions/86_resources.sql, 91_status.sql), up to `STATS_INTERVAL_MS` old.
+//! stats tables (sql/functions/86_resources.sql, 92_status.sql), up to `STATS_INTERVAL_MS` old.
 
 use axum::extract::State;
 use axum::http::StatusCode;

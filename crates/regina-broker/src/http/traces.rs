@@ -1,6 +1,6 @@
 //! Traces (spec §3.11): events recorded on a message while it is processed, read back by
 //! message, by trace name, and as the list of names. Recording keeps `success` on failure (spec
-//! §1.3). Events are deleted with their message (sql/functions/90_traces.sql).
+//! §1.3). Events are deleted with their message (sql/functions/84_traces.sql).
 
 use axum::extract::State;
 use axum::http::StatusCode;

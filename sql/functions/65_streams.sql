@@ -8,7 +8,7 @@
 --      tuple), where the lock manager keeps the shared lock in memory;
 --   2. the state shard: the stream_shards row of (query, source partition), upserted by the
 --      cycle, so the cycles of one shard are serialised and other shards run in parallel;
---   3. then the order of regina.transaction (70_transaction.sql): the acked cursor, the capacity
+--   3. then the order of regina.transaction (60_transaction.sql): the acked cursor, the capacity
 --      locks and the queues and partitions pushes create, the partitions pushes write.
 -- Registrations of one name are serialised by an advisory lock on the name, taken before 1.
 

@@ -3,7 +3,7 @@
 -- (migrations/0002_ready.sql): every partition holding a message the group has not settled keeps
 -- a ready row.
 --
--- Lock order, shared with seeks (73_seek.sql) and transactions (70_transaction.sql): cursors in
+-- Lock order, shared with seeks (72_seek.sql) and transactions (60_transaction.sql): cursors in
 -- (partition, group) order first, then the partitions table. A transaction holding the table in
 -- row-exclusive mode never waits for a cursor, so taking the table after cursors cannot deadlock.
 

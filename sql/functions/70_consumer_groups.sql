@@ -1,6 +1,6 @@
 -- Consumer groups, read side (GET /api/v1/consumer-groups…): one row per (group, queue) the group
 -- is known to, lagging partitions, and one group's partitions. The listings read the lag the
--- stats refresh keeps (90_stats_refresh.sql: every (partition, group) with unsettled messages,
+-- stats refresh keeps (91_stats_refresh.sql: every (partition, group) with unsettled messages,
 -- found through the ready set); one group's detail computes it from its cursors when asked.
 
 -- Lag of (partition, group) (spec §4.16): the messages the group has not settled and when its

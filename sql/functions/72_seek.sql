@@ -5,7 +5,7 @@
 -- seek back makes settled messages unsettled again, so it must put ready rows back (the ready
 -- set, migrations/0002_ready.sql): pops only look there.
 --
--- Lock order as in 72_consumer_group_changes.sql: cursors in (partition, group) order, then the
+-- Lock order as in 71_consumer_group_changes.sql: cursors in (partition, group) order, then the
 -- partitions table (only when the seek subscribes the group).
 
 -- Moves one locked cursor to offset i_to: a seek forward keeps the settled marks beyond it, a
@@ -73,7 +73,9 @@ begin
     end loop;
     -- A group the queue did not know yet is subscribed from the beginning: its cursors fix
     -- where it stands on today's partitions, and later partitions hold only later messages.
-    perform regina._subscription_start(v_q.id, v_group, '{"subscriptionMode": "all"}', v_now);
+    perform regina._subscription_start(
+            v_q.id, v_group,
+            jsonb_populate_record(null::regina.pop_request, '{"subscriptionMode": "all"}'), v_now);
 
     for v_p in select * from regina.partitions p where p.id = any (v_ids) order by p.id loop
         select * into v_c from regina.cursors c
