@@ -53,7 +53,7 @@ export function useResource<T>(
   return { data: state.data, error: state.error, loading: state.loading, reload };
 }
 
-/** The access an action needs (spec §1.6): read-write, or admin. */
+/** The access an action needs (http-api.md §1.6): read-write, or admin. */
 export type ActionLevel = "write" | "admin";
 
 /** Which actions the broker refused with `403` in this session. */

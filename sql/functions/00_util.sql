@@ -40,10 +40,10 @@ language sql stable as $$
         'encryptionEnabled', i_q.encryption_enabled)
 $$;
 
--- Whether a token's queue scopes (spec §1.6) allow queue i_queue: null scopes allow every queue;
--- otherwise the name equals an entry, or starts with the text of an entry ending in `*` before
--- that `*`. Listings take the scopes as an optional `scopes` array of their query and leave out
--- the queues this refuses.
+-- Whether a token's queue scopes (http-api.md §1.6) allow queue i_queue: null scopes allow every
+-- queue; otherwise the name equals an entry, or starts with the text of an entry ending in `*`
+-- before that `*`. Listings take the scopes as an optional `scopes` array of their query and leave
+-- out the queues this refuses.
 create or replace function regina._queue_in_scopes(i_queue text, i_scopes text[]) returns boolean
 language sql immutable parallel safe as $$
     select i_scopes is null

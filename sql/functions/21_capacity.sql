@@ -1,5 +1,6 @@
--- Queue depth and push admission: maxSize (spec §4.13) and the refusal of plaintext for queues
--- that encrypt (ADR 0006). regina.push calls these only for items of capped or encrypting queues.
+-- Queue depth and push admission: maxSize (http-api.md §4.13) and the refusal of plaintext for
+-- queues that encrypt (ADR 0006). regina.push calls these only for items of capped or encrypting
+-- queues.
 
 -- The groups known to a queue: its subscriptions and the groups holding a cursor on one of its
 -- partitions. The cursor groups are read by skipping through the (queue, group) index, one probe
@@ -76,10 +77,10 @@ begin
 end
 $$;
 
--- The depth of a queue (spec §4.13): stored, unexpired messages that some known group has not
--- settled; with no known group, every stored unexpired message. Partitions holding such messages
--- for a subscribed group are exactly those with a ready row (migrations/0002_ready.sql), so only
--- those are visited.
+-- The depth of a queue (http-api.md §4.13): stored, unexpired messages that some known group has
+-- not settled; with no known group, every stored unexpired message. Partitions holding such
+-- messages for a subscribed group are exactly those with a ready row (migrations/0002_ready.sql),
+-- so only those are visited.
 create or replace function regina.queue_depth(i_queue_id bigint, i_now timestamptz default null)
 returns bigint
 language plpgsql stable as $$

@@ -489,7 +489,7 @@ begin
     else
         v_queues := regina._pop_queue_order(nullif(i_req.namespace, ''),
                                             nullif(i_req.task, ''), v_group);
-        -- A token with queue scopes pops only from the queues they allow (spec §1.6).
+        -- A token with queue scopes pops only from the queues they allow (http-api.md §1.6).
         if i_req.scopes is not null then
             v_queues := array(
                 select t.id from unnest(v_queues) with ordinality t(id, ord)

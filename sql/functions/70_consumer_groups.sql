@@ -3,8 +3,8 @@
 -- stats refresh keeps (91_stats_refresh.sql: every (partition, group) with unsettled messages,
 -- found through the ready set); one group's detail computes it from its cursors when asked.
 
--- Lag of (partition, group) (spec §4.16): the messages the group has not settled and when its
--- head was created. With a cursor: from the head (the first existing unsettled message) to the
+-- Lag of (partition, group) (http-api.md §4.16): the messages the group has not settled and when
+-- its head was created. With a cursor: from the head (the first existing unsettled message) to the
 -- partition's end, less the settled marks beyond it. Without one (a subscribed group that never
 -- claimed the partition): from the subscription start. Offsets make this O(1): messages deleted
 -- beyond the head (rare; retention deletes the oldest first) still count until a claim passes them.

@@ -85,7 +85,7 @@ $$;
 
 -- Sets where a named group starts (a timestamp) on every queue where it has a subscription;
 -- partitions it already has a cursor on keep their position. Queue mode ignores subscription
--- settings (spec §4.1) and is left alone. Returns `{newTimestamp, rowsUpdated, queues}`:
+-- settings (http-api.md §4.1) and is left alone. Returns `{newTimestamp, rowsUpdated, queues}`:
 -- `queues` lists the queues whose waiters of the group should retry (an earlier start may give
 -- them work).
 create or replace function regina.consumer_group_subscription(i_group text, i_start_at timestamptz,

@@ -1,5 +1,5 @@
--- Retention and eviction (spec §4.13): the leader deletes old messages in bounded batches, one
--- short transaction per call. Created-at never decreases along a partition's offsets, so "older
+-- Retention and eviction (http-api.md §4.13): the leader deletes old messages in bounded batches,
+-- one short transaction per call. Created-at never decreases along a partition's offsets, so "older
 -- than T" is a prefix of each partition, found by binary search (_start_seq).
 --
 -- While it deletes from a partition, a call holds the partition row `for update` (pushes to it
@@ -218,11 +218,11 @@ end
 $$;
 
 -- One call of job i_job (`retention` or `eviction`): at most i_limit messages deleted and
--- 10 x i_limit partitions examined, from where the previous call stopped (regina.job_positions), queue after
--- queue in id order. One row per queue where it deleted messages or met busy partitions, with how
--- many of them went for completedRetentionSeconds; `more` is true until a call reaches the end of
--- the last queue (a pass), and a row with no queue carries it when no queue row does. The leader
--- calls it again while `more` or while a call deletes i_limit messages.
+-- 10 x i_limit partitions examined, from where the previous call stopped (regina.job_positions),
+-- queue after queue in id order. One row per queue where it deleted messages or met busy
+-- partitions, with how many of them went for completedRetentionSeconds; `more` is true until a call
+-- reaches the end of the last queue (a pass), and a row with no queue carries it when no queue row
+-- does. The leader calls it again while `more` or while a call deletes i_limit messages.
 select regina._drop_outdated('regina._trim_run(text, integer, timestamptz)', 'more');
 create or replace function regina._trim_run(i_job text, i_limit integer, i_now timestamptz)
 returns table (queue_name text, removed bigint, busy integer, completed bigint, more boolean)

@@ -1,10 +1,11 @@
--- Partition cleanup (spec §4.13): a partition without messages, without an active lease and
+-- Partition cleanup (http-api.md §4.13): a partition without messages, without an active lease and
 -- without a push for PARTITION_CLEANUP_DAYS is deleted with its cursors and ready rows; a later
 -- push re-creates it and cursors start again by subscription. A partition that still has dead
 -- letters is kept: their listing names it.
 
--- Examines up to 10 x i_limit partitions (a probe each) in id order from where the previous call stopped
--- (regina.job_positions), and deletes those that qualify; one row per queue that lost some, and
+-- Examines up to 10 x i_limit partitions (a probe each) in id order from where the previous call
+-- stopped (regina.job_positions), and deletes those that qualify; one row per queue that lost some,
+-- and
 -- `more` until a call reaches the last partition (a pass). A partition or cursor locked by
 -- someone else is left for a later pass. Each candidate is checked again once locked: a push that
 -- committed before the lock was taken is seen then, and none can come after it. At most i_limit

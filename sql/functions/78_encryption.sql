@@ -1,5 +1,5 @@
--- Encrypted payloads (spec §4.13, ADR 0006). The broker encrypts and decrypts; the database only
--- stores a payload with the id of the key that encrypted it (`payload_key_id`, null: as sent).
+-- Encrypted payloads (http-api.md §4.13, ADR 0006). The broker encrypts and decrypts; the database
+-- only stores a payload with the id of the key that encrypted it (`payload_key_id`, null: as sent).
 
 -- A wire object (pop message, DLQ entry) whose `data` is an encrypted payload, marked with the
 -- key that encrypted it; the broker decrypts `data` and removes the mark. The object holds no

@@ -1,10 +1,10 @@
--- Failover replay and the maintenance switches (spec §4.14).
+-- Failover replay and the maintenance switches (http-api.md §4.14).
 
 -- Replays items the broker had buffered while PostgreSQL was unreachable (or during push
 -- maintenance), in buffer order and in one transaction. The items carry the ids given at the
 -- edge, so an item that reached the database before comes back `duplicate`. This is the one
 -- place where replay differs from a push: replayed items were acknowledged already, so they are
--- never refused for capacity (`maxSize`, spec §4.13).
+-- never refused for capacity (`maxSize`, http-api.md §4.13).
 create or replace function regina.failover_replay(i_items jsonb, i_payloads json)
 returns table (idx integer, result jsonb)
 language sql as $$

@@ -1,5 +1,5 @@
--- Trace events (spec §3.11; tables in migrations/0008_traces.sql, decisions in docs/adr/0011):
--- recording, the three readings, and deletion with their messages.
+-- Trace events (http-api.md §3.11; tables in migrations/0008_traces.sql, decisions in
+-- docs/adr/0011): recording, the three readings, and deletion with their messages.
 --
 -- Locks, in the order everyone takes them: a recording locks the stored rows of its message
 -- (`for key share`), then its names' summary rows in byte-wise name order. A deletion deletes

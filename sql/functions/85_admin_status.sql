@@ -1,5 +1,6 @@
--- Derived statuses and counts (spec §4.16), computed from the base tables: where each known group
--- stands on a partition, the status of one message per group, and the six counts of partitions.
+-- Derived statuses and counts (http-api.md §4.16), computed from the base tables: where each known
+-- group stands on a partition, the status of one message per group, and the six counts of
+-- partitions.
 --
 -- A group is known to a partition when it is subscribed to the partition's queue or holds a
 -- cursor on the partition. A message is settled for a group when it lies below the group's head

@@ -1,7 +1,7 @@
--- Resource listings (spec §3.8): queues, one queue with its partitions, partitions, namespaces and
--- tasks. Queues and partitions are read as they are; their message counts (§4.16) are those of
--- the last stats refresh (91_stats_refresh.sql): counting them here read every message of every
--- partition a page covered.
+-- Resource listings (http-api.md §3.8): queues, one queue with its partitions, partitions,
+-- namespaces and tasks. Queues and partitions are read as they are; their message counts (§4.16)
+-- are those of the last stats refresh (91_stats_refresh.sql): counting them here read every message
+-- of every partition a page covered.
 
 -- The six counts as the wire names them.
 create or replace function regina._counts_json(i_total bigint, i_pending bigint,

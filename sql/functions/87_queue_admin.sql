@@ -1,6 +1,6 @@
--- Queue delete and clear (spec §3.8). Both lock the queue row, then its partitions in id order
--- (as pushes do: pushes in flight finish first, later ones wait), then its cursors in (partition,
--- group) order (as acks do), so they cannot deadlock with either.
+-- Queue delete and clear (http-api.md §3.8). Both lock the queue row, then its partitions in id
+-- order (as pushes do: pushes in flight finish first, later ones wait), then its cursors in
+-- (partition, group) order (as acks do), so they cannot deadlock with either.
 
 -- DELETE /api/v1/resources/queues/:queue: the queue with its partitions, messages, trace events,
 -- cursors (so active leases end), subscriptions, ready rows and dead letters. Idempotent:
@@ -33,9 +33,10 @@ $$;
 
 -- DELETE /api/v1/queues/:queue/clear: deletes every message (with its trace events) and dead
 -- letter of the queue, moves every cursor to the end of its partition and ends its lease (the
--- lease id stays, so acks under it answer lease_expired), and drops the queue's ready rows: nothing is left to claim. The
--- configuration, partitions, subscriptions and groups stay. Returns null for an unknown queue;
--- otherwise the response body and the groups whose leases ended (their waiters should retry).
+-- lease id stays, so acks under it answer lease_expired), and drops the queue's ready rows: nothing
+-- is left to claim. The configuration, partitions, subscriptions and groups stay. Returns null for
+-- an unknown queue; otherwise the response body and the groups whose leases ended (their waiters
+-- should retry).
 create or replace function regina.queue_clear(i_queue text)
 returns table (result json, wake_groups text[])
 language plpgsql as $$

@@ -1,4 +1,4 @@
--- Message browsing (spec §3.9): the newest-first listing and the detail of one message, with
+-- Message browsing (http-api.md §3.9): the newest-first listing and the detail of one message, with
 -- statuses derived per consumer group (85_admin_status.sql).
 
 -- Which kinds of consumers a set of queues has (the `mode` object): queue mode, named groups.
@@ -63,10 +63,10 @@ language sql stable as $$
 $$;
 
 -- GET /api/v1/messages: `i_query = {queue?, partition?, namespace?, task?, consumerGroup?,
--- status?, from?, to?, limit, offset, scopes?}` (only queues the scopes allow); `from`/`to` default to the last hour. Newest first; the
--- status (relative to consumerGroup when given) is derived per message and filtered here, so the
--- page is read only as far as it needs. `hasMore` instead of a total: counting every message of
--- the window would read them all.
+-- status?, from?, to?, limit, offset, scopes?}` (only queues the scopes allow); `from`/`to` default
+-- to the last hour. Newest first; the status (relative to consumerGroup when given) is derived per
+-- message and filtered here, so the page is read only as far as it needs. `hasMore` instead of a
+-- total: counting every message of the window would read them all.
 -- The cursor's query gets a custom plan (regina._messages_open); the per-message derivation keeps
 -- its cached plans (forcing custom plans here re-planned it for every message, ten times its cost).
 create or replace function regina.messages_list(i_query jsonb, i_now timestamptz default null)

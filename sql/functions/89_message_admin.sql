@@ -1,4 +1,4 @@
--- Message administration (spec §3.9, §4.7): delete, requeue from the DLQ, manual move to the
+-- Message administration (http-api.md §3.9, §4.7): delete, requeue from the DLQ, manual move to the
 -- DLQ. Each returns its response body: `success: true`, or `success: false` with the error and
 -- its code (message_not_found, message_leased, not_in_dlq, already_settled).
 

@@ -1,5 +1,5 @@
--- The stats refresh (spec §4.15, ADR 0012): keeps the tables of migrations/0009_stats.sql in line
--- with the base tables. A pass is `stats_refresh_begin` (find the partitions that may have
+-- The stats refresh (http-api.md §4.15, ADR 0012): keeps the tables of migrations/0009_stats.sql in
+-- line with the base tables. A pass is `stats_refresh_begin` (find the partitions that may have
 -- changed), `stats_refresh_batch` until it returns less than its limit (recount them, a bounded
 -- number per transaction), then `stats_refresh_end` (queue and group sums, the lag history, the
 -- pass's bookkeeping). Each call is a short transaction of its own; the caller holds the stats
@@ -160,9 +160,9 @@ begin
 end
 $$;
 
--- Recounts up to i_limit partitions waiting in `stats_dirty` (the counts of spec §4.16 and the
--- lag of each group with work there); returns how many were taken. `next_seq` and `has_work` are
--- read in the same statement as the counts, so a push or a move after it shows as a change.
+-- Recounts up to i_limit partitions waiting in `stats_dirty` (the counts of http-api.md §4.16 and
+-- the lag of each group with work there); returns how many were taken. `next_seq` and `has_work`
+-- are read in the same statement as the counts, so a push or a move after it shows as a change.
 create or replace function regina.stats_refresh_batch(i_limit integer,
                                                       i_now timestamptz default null)
 returns integer

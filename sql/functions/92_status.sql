@@ -1,5 +1,5 @@
--- Dashboard feeds (spec §3.8 overview, §3.12): message counts and lag from the stats tables the
--- leader refreshes (91_stats_refresh.sql), queues and partitions as they are, throughput and
+-- Dashboard feeds (http-api.md §3.8 overview, §3.12): message counts and lag from the stats tables
+-- the leader refreshes (91_stats_refresh.sql), queues and partitions as they are, throughput and
 -- instances from the per-minute metrics history
 -- (migrations/0007_metrics_history.sql), leases and recent dead letters from cheap indexed
 -- queries. Every feed takes its query as JSON: `from`/`to` (ISO text, already resolved by the

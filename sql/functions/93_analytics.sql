@@ -1,7 +1,7 @@
--- Analytics feeds (GET /api/v1/analytics/…, spec §3.12): time series over the per-minute metrics
--- history of the instances (migrations/0007_metrics_history.sql) and the stats refresh's queue
--- lag history (migrations/0009_stats.sql), in buckets of `bucketSeconds` aligned on the epoch,
--- plus a snapshot of PostgreSQL's own statistics. One shape for every feed: `{from, to,
+-- Analytics feeds (GET /api/v1/analytics/…, http-api.md §3.12): time series over the per-minute
+-- metrics history of the instances (migrations/0007_metrics_history.sql) and the stats refresh's
+-- queue lag history (migrations/0009_stats.sql), in buckets of `bucketSeconds` aligned on the
+-- epoch, plus a snapshot of PostgreSQL's own statistics. One shape for every feed: `{from, to,
 -- bucketSeconds, series: [{name, labels, points: [[timestamp, value], …]}]}`.
 --
 -- Series of counts (requests, messages, deletions, CPU time) have a point in every bucket of the

@@ -1,4 +1,4 @@
--- Cluster gauges of the Prometheus output (spec §3.1): read from the stats tables only, so a
+-- Cluster gauges of the Prometheus output (http-api.md §3.1): read from the stats tables only, so a
 -- scrape costs a few small scans whatever the size of the queues.
 
 -- Rows `(metric, queue, consumer_group, value)` for `queue_depth{queue}` (messages some known

@@ -1,7 +1,7 @@
 -- The ready set: one row per (partition, consumer group) that has work for the group, with the
 -- instant it may next be claimed. Pops find candidates here, in `eligible_at` order, instead of
 -- joining every partition of the queue with its cursor: the cost of finding work no longer
--- grows with the number of partitions that have none (spec §4.3).
+-- grows with the number of partitions that have none (http-api.md §4.3).
 --
 -- Invariant: for every subscription (queue, group) and every partition of that queue holding an
 -- unsettled message for the group, a row exists. Pushes insert rows for the subscribed groups

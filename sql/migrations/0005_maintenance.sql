@@ -1,5 +1,5 @@
--- The cluster-wide maintenance switches (spec §3.13, §4.14): one row per switch. Instances read
--- them at startup and hear of every change on the `regina_maintenance` channel
+-- The cluster-wide maintenance switches (http-api.md §3.13, §4.14): one row per switch. Instances
+-- read them at startup and hear of every change on the `regina_maintenance` channel
 -- (regina.maintenance_set).
 
 create table regina.maintenance (

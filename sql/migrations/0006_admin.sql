@@ -1,8 +1,8 @@
--- Administration of queues and messages (spec §3.8, §3.9): requeued deliveries, and the indexes
--- the admin listings need.
+-- Administration of queues and messages (http-api.md §3.8, §3.9): requeued deliveries, and the
+-- indexes the admin listings need.
 
--- A requeued delivery (POST /messages/…/retry, spec §4.7) is a row of `messages` at the tail of
--- its partition, with the original message's id, transactionId, payload and createdAt, meant for
+-- A requeued delivery (POST /messages/…/retry, http-api.md §4.7) is a row of `messages` at the tail
+-- of its partition, with the original message's id, transactionId, payload and createdAt, meant for
 -- one consumer group only: `for_group` names it. Every other group treats it as settled. Ordinary
 -- messages have `for_group` null. See docs/adr/0006-requeued-deliveries.md.
 alter table regina.messages add column for_group text;

@@ -1,4 +1,4 @@
--- Per-minute history of what each broker instance did (spec §3.12 analytics, §4.15): every
+-- Per-minute history of what each broker instance did (http-api.md §3.12 analytics, §4.15): every
 -- instance adds the deltas of its in-process counters to the rows of the current minute at a
 -- short period, and the leader trims rows older than METRICS_RETENTION_DAYS. Rows are keyed by
 -- the database clock's minute, so instances with skewed clocks still share buckets.

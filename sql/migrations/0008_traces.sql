@@ -1,5 +1,5 @@
--- Trace events (spec §3.11): what consumers record about a message while they process it, read
--- back by message, by trace name, and through the list of names.
+-- Trace events (http-api.md §3.11): what consumers record about a message while they process it,
+-- read back by message, by trace name, and through the list of names.
 --
 -- An event belongs to its message as the wire names it, (partition, transactionId). A requeued
 -- delivery (0006_admin.sql) is the same message as its original, so an event stays while any

@@ -1,6 +1,6 @@
--- Dashboard stats (spec §3.8 overview, §3.12, §4.15, §4.16): the counts of every partition and
--- queue, consumer lag per (queue, group) and the per-minute history of queue lag and depth, kept
--- by the leader's stats refresh (functions/90_stats_refresh.sql, ADR 0012) every
+-- Dashboard stats (http-api.md §3.8 overview, §3.12, §4.15, §4.16): the counts of every partition
+-- and queue, consumer lag per (queue, group) and the per-minute history of queue lag and depth,
+-- kept by the leader's stats refresh (functions/90_stats_refresh.sql, ADR 0012) every
 -- STATS_INTERVAL_MS. Readers (overview, status, analytics, Prometheus cluster gauges) read these
 -- tables instead of counting messages.
 --
@@ -27,7 +27,7 @@ create table regina.partition_stats (
 
 create index partition_stats_queue on regina.partition_stats (queue_id);
 
--- Lag of each (partition, group) with unsettled messages when counted (spec §4.16): messages
+-- Lag of each (partition, group) with unsettled messages when counted (http-api.md §4.16): messages
 -- not settled and when the group's head was created.
 create table regina.partition_lag (
     partition_id   bigint not null,

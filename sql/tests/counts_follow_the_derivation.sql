@@ -1,4 +1,4 @@
--- The counts and statuses of spec §4.16: completed means settled by every known group (below
+-- The counts and statuses of http-api.md §4.16: completed means settled by every known group (below
 -- every head, or a settled mark), processing means inside a live lease and not settled by its
 -- group, pending is the rest; failed counts heads with attempts, deadLetter live DLQ entries.
 create function pg_temp.counts() returns jsonb

@@ -1,5 +1,5 @@
--- Listings receive a token's queue scopes as `scopes` in their query JSON (spec §1.6) and leave
--- out the queues the scopes forbid; absent or null scopes allow every queue.
+-- Listings receive a token's queue scopes as `scopes` in their query JSON (http-api.md §1.6) and
+-- leave out the queues the scopes forbid; absent or null scopes allow every queue.
 do $$
 declare
     v_all json;

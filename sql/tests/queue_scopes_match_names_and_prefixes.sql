@@ -1,5 +1,5 @@
--- Queue scopes of a token (spec §1.6): an exact name, or a prefix ending in `*`; no scopes allow
--- every queue.
+-- Queue scopes of a token (http-api.md §1.6): an exact name, or a prefix ending in `*`; no scopes
+-- allow every queue.
 do $$
 begin
     assert regina._queue_in_scopes('orders', null), 'no scopes allow every queue';

@@ -1,4 +1,4 @@
--- The dashboard feeds take the token's queue scopes in their query (`scopes`, spec §1.6): a
+-- The dashboard feeds take the token's queue scopes in their query (`scopes`, http-api.md §1.6): a
 -- scoped feed counts only the queues it allows, and never the `_other` rows of the metrics
 -- history (they may hold any queue).
 

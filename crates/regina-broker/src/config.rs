@@ -1,4 +1,5 @@
-//! Every setting of the broker (spec §6 limits, §7 configuration), with its default and unit.
+//! Every setting of the broker (http-api.md §6 limits, §7 configuration), with its default and
+//! unit.
 //!
 //! Each field is an environment variable and a `regina serve` flag of the same name in kebab case;
 //! flags win over variables. Each default is written once, in [`defaults`] (or in the setting's
@@ -154,12 +155,12 @@ pub enum SubscriptionMode {
     All,
     /// From the instant of the group's first pop.
     New,
-    /// Alias of `new` (spec §5.14).
+    /// Alias of `new` (http-api.md §5.14).
     #[value(name = "new-only")]
     NewOnly,
 }
 
-/// Where the dashboard served at `/` comes from (`WEBAPP_ROOT`, spec §1.2, §7).
+/// Where the dashboard served at `/` comes from (`WEBAPP_ROOT`, http-api.md §1.2, §7).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WebappRoot {
     /// The files of `dashboard/dist` embedded at build time (`builtin`).
@@ -190,7 +191,7 @@ impl SubscriptionMode {
     }
 }
 
-/// Every setting of the broker. See spec §6 (limits) and §7 (configuration).
+/// Every setting of the broker. See http-api.md §6 (limits) and §7 (configuration).
 #[derive(clap::Args, Clone, Debug)]
 pub struct Config {
     /// Listen address.
@@ -222,7 +223,7 @@ pub struct Config {
     /// Time to finish in-flight work after the shutdown signal, milliseconds.
     #[arg(long, env = "SHUTDOWN_GRACE_MS", default_value_t = defaults::SHUTDOWN_GRACE_MS)]
     pub shutdown_grace_ms: u64,
-    /// Status of an empty pop: `204`, or `200` for the body form of spec §2.2.
+    /// Status of an empty pop: `204`, or `200` for the body form of http-api.md §2.2.
     #[arg(long, env = "POP_EMPTY_STATUS", default_value_t = defaults::POP_EMPTY_STATUS,
           value_parser = parse_pop_empty_status)]
     pub pop_empty_status: u16,
@@ -471,7 +472,7 @@ pub struct Config {
     /// different values is a startup error. Default: none.
     #[arg(long, env = "QUEEN_ENCRYPTION_KEY", hide_env_values = true, value_parser = parse_secret)]
     pub queen_encryption_key: Option<Secret>,
-    /// Authentication: the `JWT_*` settings (spec §1.6), in their own group.
+    /// Authentication: the `JWT_*` settings (http-api.md §1.6), in their own group.
     #[command(flatten)]
     pub auth: crate::auth::settings::AuthConfig,
 }

@@ -1,5 +1,5 @@
-//! Encryption at rest of payloads (spec §4.13, ADR 0006): AES-256-GCM, a random 96-bit nonce per
-//! message, the message id as associated data. A sealed payload is stored as the JSON string
+//! Encryption at rest of payloads (http-api.md §4.13, ADR 0006): AES-256-GCM, a random 96-bit nonce
+//! per message, the message id as associated data. A sealed payload is stored as the JSON string
 //! `"<base64(nonce ‖ ciphertext ‖ tag)>"` beside the id of the key (`payload_key_id`); the
 //! database never sees the key.
 //!

@@ -966,8 +966,8 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /**
-         * @description One acknowledgment (spec §3.5): of `/ack`, an element of `/ack/batch`, an ack operation of a
-         *     transaction.
+         * @description One acknowledgment (http-api.md §3.5): of `/ack`, an element of `/ack/batch`, an ack operation
+         *     of a transaction.
          */
         Ack: {
             /** @description The group acknowledging (beats the batch's) */
@@ -1152,7 +1152,7 @@ export interface components {
             /** @description The messages, at most PUSH_ITEMS_MAX */
             items: components["schemas"]["PushItem"][];
         };
-        /** @description One pushed item as the client sends it (spec §3.3). */
+        /** @description One pushed item as the client sends it (http-api.md §3.3). */
         PushItem: {
             /**
              * @description The partition (default `Default`; created on first push)
@@ -1195,7 +1195,7 @@ export interface components {
             transaction_id?: string;
         };
         /**
-         * @description The options of a queue (spec §3.2 table); only those sent are changed, unknown keys are
+         * @description The options of a queue (http-api.md §3.2 table); only those sent are changed, unknown keys are
          *     ignored.
          */
         QueueOptions: {

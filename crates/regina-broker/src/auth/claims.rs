@@ -1,5 +1,5 @@
 //! What a verified token says: its time claims checked with the clock skew, its roles, its queue
-//! scopes and its subject (spec §1.6).
+//! scopes and its subject (http-api.md §1.6).
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::settings::AuthConfig;
 use super::Failure;
 
-/// The role level of a caller: `admin` ⊃ `read-write` ⊃ `read-only` (spec §1.6).
+/// The role level of a caller: `admin` ⊃ `read-write` ⊃ `read-only` (http-api.md §1.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Role {
     /// A verified token with no role this broker knows.
@@ -21,8 +21,8 @@ pub(crate) enum Role {
     Admin,
 }
 
-/// The queues a token may touch: names, and prefixes written with a trailing `*` (spec §1.6).
-/// Matches as `regina._queue_in_scopes` does in SQL.
+/// The queues a token may touch: names, and prefixes written with a trailing `*` (http-api.md
+/// §1.6). Matches as `regina._queue_in_scopes` does in SQL.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Scopes(Arc<[String]>);
 

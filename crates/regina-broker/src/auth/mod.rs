@@ -1,5 +1,5 @@
-//! JWT authentication (spec §1.6): settings, key material, token verification, roles and queue
-//! scopes. The HTTP layer (`http::access`) decides which routes need which role; this module
+//! JWT authentication (http-api.md §1.6): settings, key material, token verification, roles and
+//! queue scopes. The HTTP layer (`http::access`) decides which routes need which role; this module
 //! only says who the caller is.
 
 mod claims;
@@ -35,7 +35,7 @@ pub(crate) struct Caller {
     pub(crate) scopes: Option<Scopes>,
 }
 
-/// Why a request was not authenticated: each is a `401` (spec §1.6).
+/// Why a request was not authenticated: each is a `401` (http-api.md §1.6).
 #[derive(Debug)]
 pub(crate) enum Failure {
     /// No token.

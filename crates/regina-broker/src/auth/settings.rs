@@ -1,4 +1,5 @@
-//! The authentication settings (spec §1.6, §7 "Authentication"): their own flattened group of
+//! The authentication settings (http-api.md §1.6, §7 "Authentication"): their own flattened group
+//! of
 //! `regina serve` flags and environment variables.
 
 use crate::config::Secret;
@@ -66,7 +67,7 @@ impl JwtAlgorithm {
 /// The authentication settings. Off by default: every route is open and `producerSub` is null.
 #[derive(clap::Args, Clone, Debug)]
 pub struct AuthConfig {
-    /// Require a verified JWT on every route that is not public (spec §1.6).
+    /// Require a verified JWT on every route that is not public (http-api.md §1.6).
     #[arg(long, env = "JWT_ENABLED", default_value = "false", value_parser = parse_flag,
           num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     pub jwt_enabled: bool,
@@ -145,7 +146,7 @@ impl Default for AuthConfig {
     }
 }
 
-/// The skip rules of `JWT_SKIP_PATHS` (spec §1.6).
+/// The skip rules of `JWT_SKIP_PATHS` (http-api.md §1.6).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SkipPaths {
     exact: Vec<String>,
@@ -175,7 +176,7 @@ impl SkipPaths {
     }
 }
 
-/// `true/1/yes/on` or `false/0/no/off`, case-insensitive (spec §7).
+/// `true/1/yes/on` or `false/0/no/off`, case-insensitive (http-api.md §7).
 pub(crate) fn parse_flag(text: &str) -> Result<bool, String> {
     match text.trim().to_ascii_lowercase().as_str() {
         "true" | "1" | "yes" | "on" => Ok(true),

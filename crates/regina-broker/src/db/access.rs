@@ -1,5 +1,5 @@
-//! The lookups of queue scopes (spec §1.6): which queue a partition or a lease belongs to. Only
-//! requests of tokens with queue scopes make them, so unscoped traffic never pays for them.
+//! The lookups of queue scopes (http-api.md §1.6): which queue a partition or a lease belongs to.
+//! Only requests of tokens with queue scopes make them, so unscoped traffic never pays for them.
 
 use std::collections::HashMap;
 

@@ -1,5 +1,5 @@
-//! The SQL of the administration endpoints (spec §3.8, §3.9): resource listings, queue delete
-//! and clear, message browsing and message administration. These calls are rare, so their
+//! The SQL of the administration endpoints (http-api.md §3.8, §3.9): resource listings, queue
+//! delete and clear, message browsing and message administration. These calls are rare, so their
 //! statements are not prepared ahead (see [`Db::query_unprepared`]); each returns the response
 //! body as JSON text, built by the SQL function (sql/README.md).
 

@@ -29,7 +29,8 @@ pub(crate) enum DbError {
 }
 
 impl DbError {
-    /// Whether re-running each fused request on its own may isolate the fault (spec §3.3, §5.5).
+    /// Whether re-running each fused request on its own may isolate the fault (http-api.md §3.3,
+    /// §5.5).
     pub(crate) fn is_isolatable(&self) -> bool {
         matches!(self, DbError::Statement { .. } | DbError::Internal(_))
     }

@@ -1,7 +1,7 @@
 //! The LISTEN session that carries notifications between broker instances: committed pushes on
-//! `regina_push` (spec §4.9; brokers announce theirs, see `engine::announce`, and so does
+//! `regina_push` (http-api.md §4.9; brokers announce theirs, see `engine::announce`, and so does
 //! `regina.push(…, i_notify => true)` for pushes made from SQL in other transactions), and the
-//! maintenance switches on `regina_maintenance` (spec §4.14; `regina.maintenance_set`).
+//! maintenance switches on `regina_maintenance` (http-api.md §4.14; `regina.maintenance_set`).
 
 use std::future::poll_fn;
 

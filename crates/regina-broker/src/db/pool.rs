@@ -140,7 +140,7 @@ impl Drop for Counted<'_> {
     }
 }
 
-/// A snapshot of the pool for `/metrics` (spec §3.1).
+/// A snapshot of the pool for `/metrics` (http-api.md §3.1).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PoolStats {
     /// Configured sessions (`DB_POOL_SIZE`).

@@ -1,4 +1,4 @@
-//! The SQL of the traces endpoints (spec §3.11). Each function answers the response body as
+//! The SQL of the traces endpoints (http-api.md §3.11). Each function answers the response body as
 //! JSON text (sql/functions/84_traces.sql). Recording may run once per processed message, so its
 //! statement is prepared per session; the readings are rare and are not.
 

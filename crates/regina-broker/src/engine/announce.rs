@@ -1,9 +1,10 @@
-//! Tells other broker instances about committed pushes (spec §4.9) without putting `NOTIFY` in
-//! the push transaction: PostgreSQL takes one database-wide lock while committing any transaction
-//! that notified, so notifying inside every push would let only one push commit at a time. After
-//! commit, the written (queue, partitions) are queued here instead and sent in coalesced batches:
-//! everything that arrived while the previous batch was in flight goes out in one statement.
-//! A lost announcement costs only latency: other instances re-check parked pops on their own.
+//! Tells other broker instances about committed pushes (http-api.md §4.9) without putting `NOTIFY`
+//! in the push transaction: PostgreSQL takes one database-wide lock while committing any
+//! transaction that notified, so notifying inside every push would let only one push commit at a
+//! time. After commit, the written (queue, partitions) are queued here instead and sent in
+//! coalesced batches: everything that arrived while the previous batch was in flight goes out in
+//! one statement. A lost announcement costs only latency: other instances re-check parked pops on
+//! their own.
 
 use std::collections::{BTreeMap, BTreeSet};
 

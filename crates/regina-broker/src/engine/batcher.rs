@@ -12,7 +12,8 @@ use tracing::Instrument;
 use crate::db::DbError;
 use crate::metrics::{DbCallMetrics, Metrics};
 
-/// Deadlocks and serialization failures are repeated in-process this many times (spec §4.14).
+/// Deadlocks and serialization failures are repeated in-process this many times (http-api.md
+/// §4.14).
 const CONFLICT_RETRIES_MAX: usize = 3;
 
 /// One kind of fused database call.
@@ -232,7 +233,7 @@ async fn call_with_retries<O: BatchOp>(
 }
 
 /// Re-runs each request of a failed fused call on its own, so one bad request never fails its
-/// neighbours (spec §5.5).
+/// neighbours (http-api.md §5.5).
 async fn isolate<O: BatchOp>(
     op: &O,
     executor: &O::Executor,

@@ -52,7 +52,7 @@ pub(super) fn split_rows(
         .collect()
 }
 
-/// One push item, validated and given its ids at the edge (spec §4.14 "identity first").
+/// One push item, validated and given its ids at the edge (http-api.md §4.14 "identity first").
 #[derive(Clone, Debug)]
 pub(crate) struct PushItem {
     /// Queue name.
@@ -87,7 +87,7 @@ pub(crate) fn push_arrays<'a>(
 }
 
 /// Wakes this instance's waiters of every written partition and announces the push to the
-/// other instances (spec §4.9). Call only after the push committed.
+/// other instances (http-api.md §4.9). Call only after the push committed.
 pub(crate) fn push_committed<'a>(
     waiters: &Waiters,
     announcer: &Announcer,
@@ -125,7 +125,7 @@ impl BatchOp for PushOp {
         // No NOTIFY inside the transaction (see `announce`): other instances hear after commit.
         let rows = db.push(&items, &payloads, false).await?;
         let results = split_rows(rows, requests.iter().map(|r| r.items.len()))?;
-        // Committed: wake the waiters of every written partition (spec §4.9).
+        // Committed: wake the waiters of every written partition (http-api.md §4.9).
         let targets = requests.iter().flat_map(|r| r.items.iter());
         push_committed(
             &self.waiters,
@@ -226,7 +226,7 @@ impl BatchOp for PopOp {
     }
 
     /// The client left before its messages were handed over: end those leases as if acked
-    /// `retry`, so the messages are delivered again at once (spec §4.8).
+    /// `retry`, so the messages are delivered again at once (http-api.md §4.8).
     async fn abandoned(&self, db: &Db, responses: Vec<PopOutcome>) {
         let lease_ids: Vec<Uuid> = responses
             .into_iter()

@@ -1,5 +1,5 @@
-//! Transactions (spec §4.12): one `regina.transaction` call each, never fused with another (a
-//! fused call would commit or abort its neighbours with it). After commit, the same wake-ups as
+//! Transactions (http-api.md §4.12): one `regina.transaction` call each, never fused with another
+//! (a fused call would commit or abort its neighbours with it). After commit, the same wake-ups as
 //! the push and ack batchers: waiters of the pushed queues (here and, through the announcer, on
 //! other instances) and of the groups whose leases ended.
 

@@ -1,6 +1,6 @@
-//! Where the items of a push go (spec §4.14): to the database, or to the buffer when PostgreSQL
-//! is unreachable, during push maintenance, or — per partition — while the partition has records
-//! in this instance's buffer, so that nothing this instance acknowledged is overtaken.
+//! Where the items of a push go (http-api.md §4.14): to the database, or to the buffer when
+//! PostgreSQL is unreachable, during push maintenance, or — per partition — while the partition has
+//! records in this instance's buffer, so that nothing this instance acknowledged is overtaken.
 
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ impl From<BufferUnavailable> for PushError {
     }
 }
 
-/// The wire entry of a buffered item (spec §3.3), without `index`.
+/// The wire entry of a buffered item (http-api.md §3.3), without `index`.
 #[derive(Serialize)]
 struct BufferedEntry<'a> {
     transaction_id: &'a str,

@@ -17,7 +17,7 @@ use super::Failover;
 use crate::db::{DbError, IndexedRow};
 use crate::engine::{push_arrays, push_committed};
 
-/// Deadlocks and serialization failures are repeated this many times (spec §4.14).
+/// Deadlocks and serialization failures are repeated this many times (http-api.md §4.14).
 const CONFLICT_RETRIES_MAX: usize = 3;
 
 pub(super) async fn run(failover: Arc<Failover>, mut stopped: watch::Receiver<bool>) {

@@ -1,4 +1,4 @@
-//! The two maintenance switches as this instance applies them (spec §3.13, §4.14).
+//! The two maintenance switches as this instance applies them (http-api.md §3.13, §4.14).
 //!
 //! The switches are cluster-wide: stored in `regina.maintenance` and announced on the
 //! `regina_maintenance` channel. Each instance reads them at startup and whenever its LISTEN

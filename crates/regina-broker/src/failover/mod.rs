@@ -1,6 +1,6 @@
-//! The failover buffer (spec §4.14): pushes that cannot reach PostgreSQL — or that must queue
-//! behind records already buffered for their partition, or arrive during push maintenance — are
-//! appended to fsync'd, checksummed segment files of this instance and answered `buffered`. A
+//! The failover buffer (http-api.md §4.14): pushes that cannot reach PostgreSQL — or that must
+//! queue behind records already buffered for their partition, or arrive during push maintenance —
+//! are appended to fsync'd, checksummed segment files of this instance and answered `buffered`. A
 //! drainer replays them in buffer order once PostgreSQL is reachable (and push maintenance is
 //! off), keeping their ids so replays deduplicate.
 //!

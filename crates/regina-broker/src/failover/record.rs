@@ -7,8 +7,8 @@
 //! `item` is the element `regina.push` takes (queue, partition, transactionId, messageId, traceId,
 //! producerSub), so a replay stores exactly what the direct push would have stored, under the same
 //! ids; `payload` is the client's JSON text, untouched. `flags` says how the rest is sealed:
-//! `0` is plain JSON. Sealing with the encryption key (spec §4.14) takes the next value, applied
-//! in [`seal`] and [`open`]; no key handling exists in this version, so records are plain.
+//! `0` is plain JSON. Sealing with the encryption key (http-api.md §4.14) takes the next value,
+//! applied in [`seal`] and [`open`]; no key handling exists in this version, so records are plain.
 
 use serde::Deserialize;
 use serde_json::value::RawValue;

@@ -5,8 +5,8 @@
 //!   lock                 held (flock) while an instance uses the directory
 //!   00000000000000000001.seg   segments, oldest first (format: `segment`)
 //!   00000000000000000001.pos   replay progress of a segment: "<offset> <records>"
-//!   failed/<segment>.jsonl     records set aside after a replay error, one per line with the reason
-//!   corrupt/<segment>.seg      copies of segments whose valid part ended early
+//!   failed/<segment>.jsonl     records set aside after a replay error, one per line with the
+//! reason corrupt/<segment>.seg      copies of segments whose valid part ended early
 //! ```
 //!
 //! Three parties share the state: request handlers *admit* records (counting them at once, so a
@@ -103,7 +103,7 @@ impl State {
     }
 }
 
-/// What `/api/v1/status/buffers` reports (spec §3.12).
+/// What `/api/v1/status/buffers` reports (http-api.md §3.12).
 #[derive(Debug, Clone)]
 pub(crate) struct BufferStats {
     pub(crate) pending: u64,
@@ -193,7 +193,7 @@ impl Store {
         self.shared.lock().pending
     }
 
-    /// For each item, whether its partition has records in the buffer (spec §4.14 "Order").
+    /// For each item, whether its partition has records in the buffer (http-api.md §4.14 "Order").
     pub(crate) fn blocked(&self, items: &[PushItem]) -> Vec<bool> {
         let state = self.shared.lock();
         if state.blocked.is_empty() {

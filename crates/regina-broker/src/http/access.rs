@@ -1,6 +1,6 @@
-//! Access control (spec §1.6): the middleware that authenticates a request and checks the role
-//! its route needs, and the [`Auth`] extractor through which handlers read the caller (its `sub`
-//! for `producerSub`, its queue scopes).
+//! Access control (http-api.md §1.6): the middleware that authenticates a request and checks the
+//! role its route needs, and the [`Auth`] extractor through which handlers read the caller (its
+//! `sub` for `producerSub`, its queue scopes).
 //!
 //! The middleware runs as a route layer, so it knows the matched route template and takes the
 //! route's level from the catalogue; unknown routes never reach it and keep their JSON 404.
@@ -76,7 +76,7 @@ fn permits(role: Role, access: Access) -> bool {
 }
 
 /// The token of the `Authorization` header: after a case-insensitive `Bearer `, or the whole
-/// value when the prefix is absent (spec §1.2).
+/// value when the prefix is absent (http-api.md §1.2).
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
     // `Bearer ` with nothing after it (the header value lost its trailing space).
@@ -90,7 +90,7 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
     (!token.is_empty()).then_some(token)
 }
 
-/// The `401` of a failure, with `WWW-Authenticate: Bearer` (spec §1.6).
+/// The `401` of a failure, with `WWW-Authenticate: Bearer` (http-api.md §1.6).
 fn unauthorized(failure: Failure) -> Response {
     let (code, text) = match failure {
         Failure::Missing => ("unauthorized", "Authentication required".to_owned()),

@@ -1,5 +1,5 @@
-//! `POST /api/v1/ack` and `POST /api/v1/ack/batch` (spec §3.5): per-item outcomes in-band,
-//! `forbidden` included for acks of queues outside the caller's scopes (spec §1.6).
+//! `POST /api/v1/ack` and `POST /api/v1/ack/batch` (http-api.md §3.5): per-item outcomes in-band,
+//! `forbidden` included for acks of queues outside the caller's scopes (http-api.md §1.6).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -19,7 +19,7 @@ use crate::engine::json::{indexed_array, to_json};
 use crate::engine::AckRequest;
 use crate::state::{AppState, Shared};
 
-/// Ack `error` text beyond this many characters is truncated, not rejected (spec §6).
+/// Ack `error` text beyond this many characters is truncated, not rejected (http-api.md §6).
 const ERROR_CHARS_MAX: usize = 4_096;
 
 pub(super) async fn ack(
@@ -180,7 +180,7 @@ fn forbidden_entry(transaction_id: &str) -> String {
     .to_string()
 }
 
-/// An ack's `status` (spec §3.5): `completed` (also `success`, and the default), `failed`,
+/// An ack's `status` (http-api.md §3.5): `completed` (also `success`, and the default), `failed`,
 /// `retry` or `dlq`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct AckStatus(&'static str);
@@ -222,8 +222,8 @@ impl JsonSchema for AckStatus {
     }
 }
 
-/// One acknowledgment (spec §3.5): of `/ack`, an element of `/ack/batch`, an ack operation of a
-/// transaction.
+/// One acknowledgment (http-api.md §3.5): of `/ack`, an element of `/ack/batch`, an ack operation
+/// of a transaction.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "Ack")]
@@ -282,7 +282,7 @@ pub(super) fn canonical_partition(partition_id: &str) -> String {
 }
 
 /// Writes one validated ack as a `regina.ack` element; the item's own group beats the
-/// request's (spec §4.5). The one preparation of acks, shared by `/ack`, `/ack/batch` and
+/// request's (http-api.md §4.5). The one preparation of acks, shared by `/ack`, `/ack/batch` and
 /// transaction ack operations. Returns the message's key.
 pub(super) fn write_item(out: &mut String, item: AckItem, request_group: Option<&str>) -> AckKey {
     out.push_str(&to_json(&SqlAckItem {

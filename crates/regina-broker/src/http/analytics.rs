@@ -1,5 +1,5 @@
-//! Analytics feeds of the dashboard (spec §3.12): `GET /api/v1/analytics/{feed}`, time series
-//! over the metrics history and the stats refresh's lag history, in one shape for every feed
+//! Analytics feeds of the dashboard (http-api.md §3.12): `GET /api/v1/analytics/{feed}`, time
+//! series over the metrics history and the stats refresh's lag history, in one shape for every feed
 //! (sql/functions/93_analytics.sql).
 
 use axum::extract::State;

@@ -1,5 +1,5 @@
-//! Request bodies (spec §2.4): read under `BODY_BYTES_MAX`, nesting checked by a byte scan before
-//! parsing, and fields read from borrowed raw JSON so payloads are never built into trees.
+//! Request bodies (http-api.md §2.4): read under `BODY_BYTES_MAX`, nesting checked by a byte scan
+//! before parsing, and fields read from borrowed raw JSON so payloads are never built into trees.
 
 use std::collections::HashMap;
 

@@ -1,4 +1,4 @@
-//! `GET /api/v1/status/buffers` (spec §3.12): this instance's failover buffer.
+//! `GET /api/v1/status/buffers` (http-api.md §3.12): this instance's failover buffer.
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -1,9 +1,9 @@
-//! The route catalogue: every route of the HTTP API (spec §3), declared once with its access level
-//! (§1.6), the request types its handler parses (path, query, body), its answers and its handler.
-//! It is the one source of the router ([`router`]), of the access levels the middleware enforces
-//! (`access`) and of the OpenAPI document (`openapi`), whose request schemas come from those
-//! types (`contract`). Adding a route: its request types and handler in their module, one entry
-//! here.
+//! The route catalogue: every route of the HTTP API (http-api.md §3), declared once with its access
+//! level (§1.6), the request types its handler parses (path, query, body), its answers and its
+//! handler. It is the one source of the router ([`router`]), of the access levels the middleware
+//! enforces (`access`) and of the OpenAPI document (`openapi`), whose request schemas come from
+//! those types (`contract`). Adding a route: its request types and handler in their module, one
+//! entry here.
 //!
 //! Path templates use the router's `{param}` syntax. Templates are compared with parameter names
 //! normalised ([`template_key`]), so a route registered as `/x/{name}` matches a catalogue entry
@@ -27,7 +27,7 @@ use serde_json::Value;
 use super::contract::schema::{self as request_schema, SchemaFn};
 use crate::state::AppState;
 
-/// Who may call a route (spec §1.6).
+/// Who may call a route (http-api.md §1.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Access {
     /// Anyone, with or without a token.

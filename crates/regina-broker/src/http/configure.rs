@@ -1,4 +1,4 @@
-//! `POST /api/v1/configure` (spec §3.2): create a queue or merge options into it.
+//! `POST /api/v1/configure` (http-api.md §3.2): create a queue or merge options into it.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -15,7 +15,7 @@ use crate::config::Config;
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
-/// Longest `namespace` / `task`, characters (spec §6).
+/// Longest `namespace` / `task`, characters (http-api.md §6).
 const LABEL_CHARS_MAX: usize = 255;
 
 const TWO_POW_31: i64 = 1 << 31;
@@ -41,7 +41,7 @@ pub(crate) struct ConfigureBody<'a> {
 
 impl Contract for ConfigureBody<'_> {}
 
-/// The options of a queue (spec §3.2 table); only those sent are changed, unknown keys are
+/// The options of a queue (http-api.md §3.2 table); only those sent are changed, unknown keys are
 /// ignored.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,9 +1,9 @@
-//! Consumer groups (spec §3.10): listings, one group's partitions, deletes, the subscription
+//! Consumer groups (http-api.md §3.10): listings, one group's partitions, deletes, the subscription
 //! start, and seeks. Changes that move where a group stands wake every waiter of the group on
 //! the queues concerned.
 //!
-//! Queue scopes (spec §1.6): listings and a group's detail leave out forbidden queues; routes
-//! naming a forbidden queue answer `403`, and so do the changes that reach every queue of a
+//! Queue scopes (http-api.md §1.6): listings and a group's detail leave out forbidden queues;
+//! routes naming a forbidden queue answer `403`, and so do the changes that reach every queue of a
 //! group (group delete, subscription start) when the caller has scopes at all.
 
 use axum::extract::State;
@@ -296,7 +296,7 @@ pub(super) async fn subscription(
     Ok(json_response(StatusCode::OK, body.to_string()))
 }
 
-/// Where a seek moves the group (spec §3.10).
+/// Where a seek moves the group (http-api.md §3.10).
 #[derive(Debug, PartialEq, Eq)]
 enum SeekTarget {
     /// Past every message committed before the seek.

@@ -1,5 +1,5 @@
-//! `GET /api/v1/dlq` (spec §3.9): dead letters, newest failure first, filtered and paged; only
-//! those of queues the caller's scopes allow (spec §1.6).
+//! `GET /api/v1/dlq` (http-api.md §3.9): dead letters, newest failure first, filtered and paged;
+//! only those of queues the caller's scopes allow (http-api.md §1.6).
 
 use axum::extract::State;
 use axum::http::StatusCode;

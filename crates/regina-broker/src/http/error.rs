@@ -1,5 +1,5 @@
 //! The one error answer of the HTTP API: `{error, code}` plus optional `field`, `index`, `limit`
-//! (spec §1.3), with the stable codes of the registry in spec §2.3.
+//! (http-api.md §1.3), with the stable codes of the registry in http-api.md §2.3.
 
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -13,7 +13,7 @@ use crate::failover::PushError;
 pub(crate) struct ApiError {
     #[serde(skip)]
     status: StatusCode,
-    /// `false` on endpoints whose success body carries `success` (spec §1.3).
+    /// `false` on endpoints whose success body carries `success` (http-api.md §1.3).
     #[serde(skip_serializing_if = "Option::is_none")]
     success: Option<bool>,
     error: String,
@@ -77,7 +77,7 @@ impl ApiError {
         self
     }
 
-    /// `404 queue_not_found` (spec §2.3).
+    /// `404 queue_not_found` (http-api.md §2.3).
     pub(crate) fn queue_not_found() -> Self {
         ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", "Queue not found")
     }

@@ -1,4 +1,4 @@
-//! `GET /health` (spec §3.1): healthy when PostgreSQL answers a query within 2 s.
+//! `GET /health` (http-api.md §3.1): healthy when PostgreSQL answers a query within 2 s.
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
-//! `POST /api/v1/lease/{leaseId}/extend` (spec §3.6); a lease on a queue outside the caller's
-//! scopes is refused in-band with `forbidden` (spec §1.6).
+//! `POST /api/v1/lease/{leaseId}/extend` (http-api.md §3.6); a lease on a queue outside the
+//! caller's scopes is refused in-band with `forbidden` (http-api.md §1.6).
 //!
 //! The answer is the one-entry array of the spec, except for a request without a body: that one
 //! gets the entry itself, a JSON object. Queen's Python clients 0.12–1.x send no body and read the
@@ -24,7 +24,7 @@ use crate::engine::json::{indexed_array, to_json, write_indexed};
 use crate::engine::ExtendRequest;
 use crate::state::AppState;
 
-/// `seconds` range (spec §3.6).
+/// `seconds` range (http-api.md §3.6).
 const SECONDS_MAX: i64 = 86_400;
 
 /// Path of `POST /api/v1/lease/{leaseId}/extend`.

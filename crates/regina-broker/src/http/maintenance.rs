@@ -1,6 +1,6 @@
 //! `GET/POST /api/v1/system/maintenance` and `GET/POST /api/v1/system/maintenance/pop`
-//! (spec §3.13): the cluster-wide maintenance switches. A change is stored in the database and
-//! announced to every instance; this instance applies it at once.
+//! (http-api.md §3.13): the cluster-wide maintenance switches. A change is stored in the database
+//! and announced to every instance; this instance applies it at once.
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -1,7 +1,8 @@
-//! Messages (spec §3.9): the newest-first listing, one message's detail, and the message
-//! administration — delete, requeue from the DLQ, manual move to the DLQ (spec §4.7). The
-//! administration answers keep `success` on failure (spec §1.3). The listing leaves out queues
-//! outside the caller's scopes; a message of such a queue is answered `403` (spec §1.6).
+//! Messages (http-api.md §3.9): the newest-first listing, one message's detail, and the message
+//! administration — delete, requeue from the DLQ, manual move to the DLQ (http-api.md §4.7). The
+//! administration answers keep `success` on failure (http-api.md §1.3). The listing leaves out
+//! queues outside the caller's scopes; a message of such a queue is answered `403` (http-api.md
+//! §1.6).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -23,9 +24,10 @@ use crate::encryption::Encryption;
 use crate::engine::json::to_json;
 use crate::state::{AppState, Shared};
 
-/// Longest `transactionId`, characters (spec §6).
+/// Longest `transactionId`, characters (http-api.md §6).
 const TRANSACTION_ID_CHARS_MAX: usize = 255;
-/// A manual DLQ move's `error` beyond this many characters is truncated, as an ack's (spec §6).
+/// A manual DLQ move's `error` beyond this many characters is truncated, as an ack's (http-api.md
+/// §6).
 const ERROR_CHARS_MAX: usize = 4_096;
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 const MANUAL_DLQ_ERROR: &str = "Moved to DLQ manually";
@@ -188,7 +190,7 @@ pub(super) async fn detail(
     }
 }
 
-/// The detail with its payload decrypted when it is sealed at rest (spec §4.13), without the
+/// The detail with its payload decrypted when it is sealed at rest (http-api.md §4.13), without the
 /// `payloadKeyId` member the database adds for that.
 ///
 /// # Errors
@@ -285,8 +287,8 @@ pub(super) async fn requeue(
         .await
         .map_err(|e| ApiError::from(e).unsuccessful())?;
     let (response, outcome) = answer(body)?;
-    // A new delivery for each group: their waiters retry (spec §4.9). Other instances hear of it
-    // through the push notification the database sent.
+    // A new delivery for each group: their waiters retry (http-api.md §4.9). Other instances hear
+    // of it through the push notification the database sent.
     if let Some(queue) = queue {
         for group in &outcome.consumer_groups {
             shared.waiters.lease_ended(&queue, group);

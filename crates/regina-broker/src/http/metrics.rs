@@ -1,5 +1,5 @@
 //! `GET /metrics` (this instance's counters as JSON) and `GET /metrics/prometheus` (the
-//! Prometheus text format), spec §3.1. Both are local and cheap: the edge exempts them from
+//! Prometheus text format), http-api.md §3.1. Both are local and cheap: the edge exempts them from
 //! `HTTP_INFLIGHT_MAX`, so a saturated instance stays observable and scraping it never takes the
 //! room of real work.
 

@@ -52,7 +52,7 @@ use error::ApiError;
 struct OriginalPath(String);
 
 /// The broker's router: every route of this scope, JSON `404`/`405` for the rest, and on every
-/// response the CORS headers, `X-Request-Id` and the in-flight limit (spec §1.2, §6).
+/// response the CORS headers, `X-Request-Id` and the in-flight limit (http-api.md §1.2, §6).
 pub fn app(state: AppState) -> Router {
     // Every served route is a catalogue entry: the access guard below covers exactly those routes.
     let api = catalog::router();
@@ -67,7 +67,7 @@ pub fn app(state: AppState) -> Router {
     let api = api.route_layer(middleware::from_fn(observe::route_template));
     let routes = api
         // The dashboard for `GET`s outside the API; the JSON 404 of an unknown route otherwise.
-        // Outside the access guard: the dashboard's files are public (spec §1.6).
+        // Outside the access guard: the dashboard's files are public (http-api.md §1.6).
         .fallback_service(webapp::router(state.clone()))
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state.clone());
@@ -160,7 +160,7 @@ fn preflight() -> Response {
     response
 }
 
-/// One trailing `/` is ignored (spec §2.4).
+/// One trailing `/` is ignored (http-api.md §2.4).
 fn drop_trailing_slash(request: &mut Request) {
     let path = request.uri().path();
     if path.len() <= 1 || !path.ends_with('/') {
@@ -182,7 +182,7 @@ fn drop_trailing_slash(request: &mut Request) {
     }
 }
 
-/// The headers every response carries: CORS (spec §1.2) and the request id.
+/// The headers every response carries: CORS (http-api.md §1.2) and the request id.
 fn decorate(headers: &mut HeaderMap, cors_origin: &HeaderValue, request_id: &str) {
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, cors_origin.clone());
     headers.insert(

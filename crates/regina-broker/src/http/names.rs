@@ -1,4 +1,4 @@
-//! Names of queues, partitions and consumer groups (spec §6), request ids (§1.2) and path
+//! Names of queues, partitions and consumer groups (http-api.md §6), request ids (§1.2) and path
 //! segments (§2.4).
 
 use percent_encoding::percent_decode_str;

@@ -1,5 +1,5 @@
 //! The OpenAPI 3.1 document of the API, generated from the route catalogue and served at
-//! `GET /api/openapi.json` (spec §3.1). The same text is committed as `api/openapi.json`.
+//! `GET /api/openapi.json` (http-api.md §3.1). The same text is committed as `api/openapi.json`.
 
 use std::sync::OnceLock;
 
@@ -26,7 +26,7 @@ pub fn document_text() -> String {
     text
 }
 
-/// Statuses any route may answer (spec §3) and those of authenticated routes (§1.6).
+/// Statuses any route may answer (http-api.md §3) and those of authenticated routes (§1.6).
 const COMMON_ERRORS: &[u16] = &[400, 413, 500, 503];
 const AUTH_ERRORS: &[u16] = &[401, 403];
 
@@ -174,7 +174,7 @@ fn operation_id(route: &Route) -> String {
     id
 }
 
-/// The error answers by status, each with the shared error body (spec §1.3, §2.3).
+/// The error answers by status, each with the shared error body (http-api.md §1.3, §2.3).
 fn error_responses() -> Value {
     let error = json!({"application/json": {"schema": schemas::named("Error")}});
     let mut out = Map::new();

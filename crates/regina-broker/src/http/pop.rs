@@ -1,4 +1,4 @@
-//! The three pop routes (spec §3.4) and their long-poll (spec §4.9).
+//! The three pop routes (http-api.md §3.4) and their long-poll (http-api.md §4.9).
 
 use std::time::Duration;
 
@@ -266,8 +266,8 @@ async fn pop(state: &AppState, target: Target, query: PopQuery) -> Result<Respon
     })
 }
 
-/// Decrypts the encrypted payloads of a delivery (spec §4.13). When that fails, the lease ends as
-/// if acked `retry`: the consumer never saw the messages, so no attempt is charged.
+/// Decrypts the encrypted payloads of a delivery (http-api.md §4.13). When that fails, the lease
+/// ends as if acked `retry`: the consumer never saw the messages, so no attempt is charged.
 async fn open_payloads(
     shared: &Shared,
     body: String,
@@ -332,7 +332,7 @@ async fn long_poll(
                 return Ok(Ok(body));
             }
             Ok(PopOutcome::Empty { wake_at, .. }) => wake_at.map(|at| delay_until(at).max(rearm)),
-            // Once parked, a database outage does not end the wait (spec §4.14).
+            // Once parked, a database outage does not end the wait (http-api.md §4.14).
             Err(error) if !first_attempt => {
                 tracing::debug!(%error, "parked pop retry failed");
                 Some(DB_RETRY_DELAY)
@@ -459,7 +459,7 @@ impl PopParams {
         }
     }
 
-    /// `204` with `X-Regina-Empty-Reason`, or the `200` body form of spec §2.2.
+    /// `204` with `X-Regina-Empty-Reason`, or the `200` body form of http-api.md §2.2.
     fn empty_response(&self, reason: &str, empty_status: u16) -> Response {
         if empty_status != 200 {
             let mut response = StatusCode::NO_CONTENT.into_response();

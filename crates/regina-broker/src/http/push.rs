@@ -1,6 +1,7 @@
-//! `POST /api/v1/push` (spec §3.3): the whole request is validated before anything is stored;
-//! items are prepared (stamped with the caller's `sub` as `producerSub`), encrypted where their
-//! queue asks for it, and stored by `push_items`. Queue scopes apply to the request as a whole.
+//! `POST /api/v1/push` (http-api.md §3.3): the whole request is validated before anything is
+//! stored; items are prepared (stamped with the caller's `sub` as `producerSub`), encrypted where
+//! their queue asks for it, and stored by `push_items`. Queue scopes apply to the request as a
+//! whole.
 
 use axum::extract::State;
 use axum::http::{header, HeaderValue, StatusCode};
@@ -45,7 +46,7 @@ pub(super) async fn push(
         return Ok(json_response(StatusCode::CREATED, "[]".to_owned()));
     }
     let prepared = push_items::prepare(&items, Limits::of(config), auth.sub())?;
-    // A push naming a forbidden queue is refused whole (spec §1.6: only acks and lease
+    // A push naming a forbidden queue is refused whole (http-api.md §1.6: only acks and lease
     // extensions report `forbidden` per item).
     if auth.scopes().is_some() {
         for item in &prepared {

@@ -1,5 +1,5 @@
-//! The one preparation path of pushed items, for every route that pushes: validation (spec §3.3),
-//! identity before the first database attempt (§4.14), and encryption of payloads for queues
+//! The one preparation path of pushed items, for every route that pushes: validation (http-api.md
+//! §3.3), identity before the first database attempt (§4.14), and encryption of payloads for queues
 //! that encrypt (§4.13, ADR 0006).
 //!
 //! [`prepare`] validates and gives ids; [`render`] writes the `regina.push` arguments, sealing
@@ -22,7 +22,7 @@ use crate::engine::json::to_json;
 use crate::engine::PushItem;
 use crate::state::Shared;
 
-/// `transactionId`: 1–255 characters; `traceId`: up to 128 (spec §6).
+/// `transactionId`: 1–255 characters; `traceId`: up to 128 (http-api.md §6).
 const TRANSACTION_ID_CHARS_MAX: usize = 255;
 const TRACE_ID_CHARS_MAX: usize = 128;
 const DEFAULT_PARTITION: &str = "Default";
@@ -44,7 +44,7 @@ pub(crate) struct PreparedItem<'a> {
     pub(crate) payload: &'a str,
 }
 
-/// One pushed item as the client sends it (spec §3.3).
+/// One pushed item as the client sends it (http-api.md §3.3).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "PushItem")]
@@ -76,8 +76,8 @@ impl Contract for ItemBody<'_> {
 }
 
 /// Validates every item and fixes its ids (a `messageId` each, a `transactionId` where none was
-/// sent); every item carries `producer_sub`, the verified token's `sub` (spec §1.6), whatever the
-/// client sent.
+/// sent); every item carries `producer_sub`, the verified token's `sub` (http-api.md §1.6),
+/// whatever the client sent.
 ///
 /// # Errors
 /// `400 validation_failed` naming the first bad item's index and field.
@@ -119,7 +119,7 @@ fn prepared<'a>(item: ItemBody<'a>, producer_sub: Option<&str>) -> PreparedItem<
             .partition
             .0
             .unwrap_or_else(|| DEFAULT_PARTITION.to_owned()),
-        // Identity first (spec §4.14): ids are fixed before the first database attempt.
+        // Identity first (http-api.md §4.14): ids are fixed before the first database attempt.
         transaction_id: item
             .transaction_id
             .0

@@ -1,4 +1,4 @@
-//! Query strings read exactly as spec §2.4 says: split on `&`, keys matched exactly after
+//! Query strings read exactly as http-api.md §2.4 says: split on `&`, keys matched exactly after
 //! percent-decoding, `+` is a space, the first occurrence wins, an empty value means "default",
 //! unknown keys are ignored. The parameter types of `contract::params` read their values here.
 

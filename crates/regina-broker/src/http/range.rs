@@ -1,5 +1,6 @@
-//! The time range of the status and analytics feeds (spec §3.12): `from` and `to` as timestamps
-//! (§1.5), the last hour by default, at most 31 days long, and the bucket size that range gets.
+//! The time range of the status and analytics feeds (http-api.md §3.12): `from` and `to` as
+//! timestamps (§1.5), the last hour by default, at most 31 days long, and the bucket size that
+//! range gets.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -10,11 +11,11 @@ use super::contract::Contract;
 use super::error::ApiError;
 use super::timestamp;
 
-/// Longest range a feed covers, days (spec §3.12).
+/// Longest range a feed covers, days (http-api.md §3.12).
 pub(super) const RANGE_DAYS_MAX: i64 = 31;
 /// Range when neither bound is given, and before `to` when only `to` is.
 const RANGE_DEFAULT: Duration = Duration::HOUR;
-/// Bucket sizes by range (spec §3.12): up to each range, buckets of that many seconds.
+/// Bucket sizes by range (http-api.md §3.12): up to each range, buckets of that many seconds.
 const BUCKETS: [(Duration, i64); 4] = [
     (Duration::hours(2), 60),
     (Duration::hours(12), 300),

@@ -1,6 +1,6 @@
-//! Resources (spec §3.8): the overview, queue, partition, namespace and task listings, one
+//! Resources (http-api.md §3.8): the overview, queue, partition, namespace and task listings, one
 //! queue's detail, queue delete and queue clear. Listings leave out queues outside the caller's
-//! scopes; routes naming such a queue answer `403` (spec §1.6). Message counts come from the
+//! scopes; routes naming such a queue answer `403` (http-api.md §1.6). Message counts come from the
 //! stats tables (sql/functions/86_resources.sql, 92_status.sql), up to `STATS_INTERVAL_MS` old.
 
 use axum::extract::State;
@@ -19,7 +19,7 @@ use super::error::{json_response, ApiError};
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
-/// Longest `namespace` / `task` filter, characters (spec §6).
+/// Longest `namespace` / `task` filter, characters (http-api.md §6).
 pub(super) const LABEL_CHARS_MAX: usize = 255;
 
 pub(super) async fn overview(
@@ -104,7 +104,7 @@ pub(super) async fn queue_delete(
     PathParams(QueuePath { queue }): PathParams<QueuePath>,
 ) -> Result<Response, ApiError> {
     auth.check_queue(&queue.0)?;
-    // Parked pops on the queue keep waiting (spec §3.8): nothing to wake.
+    // Parked pops on the queue keep waiting (http-api.md §3.8): nothing to wake.
     let body = state.get().db.queue_delete(&queue.0).await?;
     Ok(json_response(StatusCode::OK, body))
 }
@@ -148,7 +148,7 @@ pub(super) async fn queue_clear(
     let Some((body, groups)) = cleared else {
         return Err(ApiError::queue_not_found().unsuccessful());
     };
-    // The groups' leases ended: their waiters re-check (spec §4.9).
+    // The groups' leases ended: their waiters re-check (http-api.md §4.9).
     for group in &groups {
         shared.waiters.lease_ended(&queue, group);
     }

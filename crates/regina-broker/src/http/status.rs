@@ -1,5 +1,6 @@
-//! Status feeds of the dashboard (spec §3.12) and the stats refresh (§3.13). Counts come from the
-//! stats tables the leader refreshes every `STATS_INTERVAL_MS` (sql/functions/92_status.sql);
+//! Status feeds of the dashboard (http-api.md §3.12) and the stats refresh (§3.13). Counts come
+//! from the stats tables the leader refreshes every `STATS_INTERVAL_MS`
+//! (sql/functions/92_status.sql);
 //! `POST /api/v1/stats/refresh` runs a pass now, on a session of its own.
 
 use axum::extract::State;

@@ -1,6 +1,6 @@
-//! Timestamp inputs (spec §1.5): RFC 3339 with `Z` or an offset, a value without offset is UTC,
-//! and date-only `YYYY-MM-DD` is midnight UTC. Normalised to ISO-8601 UTC text with microseconds
-//! before they reach SQL.
+//! Timestamp inputs (http-api.md §1.5): RFC 3339 with `Z` or an offset, a value without offset is
+//! UTC, and date-only `YYYY-MM-DD` is midnight UTC. Normalised to ISO-8601 UTC text with
+//! microseconds before they reach SQL.
 
 use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;

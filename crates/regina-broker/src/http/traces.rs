@@ -1,4 +1,4 @@
-//! Traces (spec §3.11): events recorded on a message while it is processed, read back by
+//! Traces (http-api.md §3.11): events recorded on a message while it is processed, read back by
 //! message, by trace name, and as the list of names. Recording keeps `success` on failure (spec
 //! §1.3). Events are deleted with their message (sql/functions/84_traces.sql).
 
@@ -24,13 +24,13 @@ use crate::encryption::Encryption;
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
-/// Longest `eventType`, characters (spec §3.11).
+/// Longest `eventType`, characters (http-api.md §3.11).
 const EVENT_TYPE_CHARS_MAX: usize = 64;
 const EVENT_TYPE_DEFAULT: &str = "info";
-/// Names per event, and characters per name (spec §3.11).
+/// Names per event, and characters per name (http-api.md §3.11).
 const TRACE_NAMES_MAX: usize = 32;
 const TRACE_NAME_CHARS_MAX: usize = 128;
-/// Longest `transactionId`, characters (spec §6).
+/// Longest `transactionId`, characters (http-api.md §6).
 const TRANSACTION_ID_CHARS_MAX: usize = 255;
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 /// The member the SQL layer puts beside a sealed `message_payload`.
@@ -233,7 +233,7 @@ struct SqlTraceRecord {
 /// Validates a `POST /api/v1/traces` body: the `regina.trace_record` request and the data.
 ///
 /// # Errors
-/// `400 invalid_json` / `validation_failed` naming the field (spec §2.4, §3.11).
+/// `400 invalid_json` / `validation_failed` naming the field (http-api.md §2.4, §3.11).
 fn trace_request(bytes: &[u8], config: &Config) -> Result<(SqlTraceRecord, String), ApiError> {
     let body: TraceBody = contract::decode(bytes, config)?;
     let request = SqlTraceRecord {
@@ -386,8 +386,8 @@ struct NamedTrace {
     key_id: Option<String>,
 }
 
-/// The listing with each sealed `message_payload` decrypted (spec §4.13) and its marks removed.
-/// A listing without a sealed payload comes back untouched.
+/// The listing with each sealed `message_payload` decrypted (http-api.md §4.13) and its marks
+/// removed. A listing without a sealed payload comes back untouched.
 ///
 /// # Errors
 /// No key or the wrong key for a sealed payload (`503` / `500`).

@@ -1,5 +1,5 @@
-//! `POST /api/v1/transaction` (spec §3.7, §4.12): acks and pushes committed together or not at
-//! all. Operations are validated by the very functions `/ack` and `/push` use, and pushed items
+//! `POST /api/v1/transaction` (http-api.md §3.7, §4.12): acks and pushes committed together or not
+//! at all. Operations are validated by the very functions `/ack` and `/push` use, and pushed items
 //! get their identities before the database call; every failure, from a malformed body to an ack
 //! refused inside the database, answers `{transactionId, success: false, error, code, results}`.
 
@@ -48,7 +48,7 @@ pub(super) async fn transaction(
     auth: Auth,
     body: Result<BodyBytes, ApiError>,
 ) -> Response {
-    // Names this transaction in the answer, whatever the outcome (spec §3.7).
+    // Names this transaction in the answer, whatever the outcome (http-api.md §3.7).
     let id = Uuid::now_v7().to_string();
     match run(&state, &auth, body).await {
         Ok(results) => {
@@ -131,8 +131,8 @@ fn refused_plaintext(detail: &str) -> Option<String> {
 }
 
 /// Refuses the whole transaction (`403 forbidden`) when one of its pushes or acks names a queue
-/// outside the caller's scopes (spec §1.6). Acks name partitions: they are looked up only when
-/// the caller has scopes.
+/// outside the caller's scopes (http-api.md §1.6). Acks name partitions: they are looked up only
+/// when the caller has scopes.
 async fn check_scopes(
     shared: &Shared,
     auth: &Auth,
@@ -357,7 +357,7 @@ fn too_many(limit: usize) -> ApiError {
 }
 
 /// The answer to a transaction the database refused: status by the failing operation's code
-/// (spec §3.7), its prefixed error text, and the results up to it.
+/// (http-api.md §3.7), its prefixed error text, and the results up to it.
 fn aborted(detail: &str) -> Failure {
     #[derive(Deserialize)]
     struct Detail {

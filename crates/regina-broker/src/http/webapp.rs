@@ -1,5 +1,5 @@
-//! The dashboard at `/` (spec §1.2, §7 `WEBAPP_ROOT`): its static files, and `index.html` for
-//! every other `GET` outside the API prefixes, so that a reload or a shared link of a
+//! The dashboard at `/` (http-api.md §1.2, §7 `WEBAPP_ROOT`): its static files, and `index.html`
+//! for every other `GET` outside the API prefixes, so that a reload or a shared link of a
 //! client-side route opens the same page. Everything else keeps the API's JSON `404`.
 //!
 //! The files are those of `dashboard/dist`, embedded at build time, or a directory read at each
@@ -27,7 +27,7 @@ use crate::state::AppState;
 #[allow_missing = true]
 struct BuiltIn;
 
-/// Path prefixes of the API: never the dashboard's, whatever the method (spec §1.2).
+/// Path prefixes of the API: never the dashboard's, whatever the method (http-api.md §1.2).
 const API_PREFIXES: [&str; 4] = ["/api", "/streams", "/health", "/metrics"];
 /// The single page every client-side route is served.
 const INDEX: &str = "index.html";
@@ -95,7 +95,7 @@ impl Site {
 }
 
 /// Whether a request is the dashboard's to answer: a `GET` (or `HEAD`) whose path is not under
-/// `/api/`, `/streams/`, `/health` or `/metrics`. Such requests are public (spec §1.6).
+/// `/api/`, `/streams/`, `/health` or `/metrics`. Such requests are public (http-api.md §1.6).
 pub(crate) fn is_dashboard_request(method: &Method, path: &str) -> bool {
     let api = API_PREFIXES.iter().any(|prefix| {
         path.strip_prefix(prefix)

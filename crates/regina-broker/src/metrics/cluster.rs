@@ -1,6 +1,6 @@
-//! The cluster gauges of `GET /metrics/prometheus` (spec §3.1): queue depth, consumer lag and DLQ
-//! depth, which describe the whole database rather than this instance. They are read at each
-//! scrape from the stats tables the leader refreshes every `STATS_INTERVAL_MS` (one cheap
+//! The cluster gauges of `GET /metrics/prometheus` (http-api.md §3.1): queue depth, consumer lag
+//! and DLQ depth, which describe the whole database rather than this instance. They are read at
+//! each scrape from the stats tables the leader refreshes every `STATS_INTERVAL_MS` (one cheap
 //! statement, bounded by `METRICS_QUEUE_LABELS_MAX` queues), so every instance reports the same
 //! values: aggregate them with `max` across instances, not `sum`.
 

@@ -1,4 +1,4 @@
-//! The metrics history (spec §3.12 sources, migration `0007_metrics_history.sql`): every
+//! The metrics history (http-api.md §3.12 sources, migration `0007_metrics_history.sql`): every
 //! `STATS_INTERVAL_MS` this instance adds what its counters counted since its last write to the
 //! current minute's rows of `regina.worker_metrics` (one row) and `regina.queue_metrics` (one row
 //! per `queue` label), with the latest gauge samples, in one statement.

@@ -1,5 +1,6 @@
-//! This instance's metrics: one registry for `GET /metrics/prometheus` (spec §3.1), the figures
-//! of `GET /metrics`, and the counters the history writer adds to `regina.worker_metrics` and
+//! This instance's metrics: one registry for `GET /metrics/prometheus` (http-api.md §3.1), the
+//! figures of `GET /metrics`, and the counters the history writer adds to `regina.worker_metrics`
+//! and
 //! `regina.queue_metrics`.
 //!
 //! Counting costs the hot paths an atomic add after a sharded-map read: per-queue, per-route and

@@ -1,4 +1,4 @@
-//! Per-queue counters under a bounded set of `queue` label values (spec §3.1): the first
+//! Per-queue counters under a bounded set of `queue` label values (http-api.md §3.1): the first
 //! `METRICS_QUEUE_LABELS_MAX` distinct queue names an instance meets get a label of their own,
 //! every later one is counted under [`OTHER`]. A label, once given, stays for the life of the
 //! process, so a series never changes meaning.

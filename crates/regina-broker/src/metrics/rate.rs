@@ -1,4 +1,4 @@
-//! Totals with a per-second rate over the last minute, for `GET /metrics` (spec §3.1).
+//! Totals with a per-second rate over the last minute, for `GET /metrics` (http-api.md §3.1).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! The leader: holds the leader lock and runs the expired-lease sweep (spec §4.8) every
+//! The leader: holds the leader lock and runs the expired-lease sweep (http-api.md §4.8) every
 //! `LEASE_SWEEP_INTERVAL_MS`, waking the waiters of every (queue, group) whose lease it ended;
 //! the deletion jobs (`policies`) run while it leads.
 //! When the leader's session dies, the lock goes with it and another instance takes over.

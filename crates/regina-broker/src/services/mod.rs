@@ -1,7 +1,8 @@
 //! Background services. Per database, one leader (elected with a session advisory lock on a
-//! dedicated connection, spec §4.15) runs the expired-lease sweep and, on sessions of their own,
-//! the deletion jobs and the stats refresh; per instance, a LISTEN session wakes local waiters for pushes committed by
-//! other instances (spec §4.9) and applies the maintenance switches (spec §4.14).
+//! dedicated connection, http-api.md §4.15) runs the expired-lease sweep and, on sessions of their
+//! own, the deletion jobs and the stats refresh; per instance, a LISTEN session wakes local waiters
+//! for pushes committed by other instances (http-api.md §4.9) and applies the maintenance switches
+//! (http-api.md §4.14).
 
 mod leader;
 mod listener;
@@ -93,7 +94,7 @@ impl Services {
     }
 
     /// Waits up to `within` for the LISTEN session, so that an instance that starts serving
-    /// already hears the pushes other instances commit (spec §4.9); false on timeout (the
+    /// already hears the pushes other instances commit (http-api.md §4.9); false on timeout (the
     /// listener keeps trying, and parked pops fall back on their safety re-check meanwhile).
     pub(crate) async fn listening(&self, within: Duration) -> bool {
         let mut listening = self.listening.clone();

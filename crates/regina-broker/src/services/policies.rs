@@ -1,8 +1,9 @@
-//! The deletion jobs of the leader (spec §4.13, §4.15): retention, partition cleanup and the trim
-//! of the metrics history every `RETENTION_INTERVAL`, eviction every `EVICTION_INTERVAL`. They run on a session of their own,
-//! with its own statement timeout, only while this instance leads. A pass is a loop of short
-//! transactions (one batch each) with a pause between them, and holds a lock of its job for the
-//! pass, so no two passes of one job ever run at once, whichever instance starts them.
+//! The deletion jobs of the leader (http-api.md §4.13, §4.15): retention, partition cleanup and the
+//! trim of the metrics history every `RETENTION_INTERVAL`, eviction every `EVICTION_INTERVAL`. They
+//! run on a session of their own, with its own statement timeout, only while this instance leads. A
+//! pass is a loop of short transactions (one batch each) with a pause between them, and holds a
+//! lock of its job for the pass, so no two passes of one job ever run at once, whichever instance
+//! starts them.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,6 +1,6 @@
-//! The leader's stats refresh (spec §4.15): every `STATS_INTERVAL_MS`, while this instance leads,
-//! one pass of `db::stats::refresh` on a session of its own with its own statement timeout. A
-//! pass that finds the stats lock taken (a `POST /api/v1/stats/refresh` running, or another
+//! The leader's stats refresh (http-api.md §4.15): every `STATS_INTERVAL_MS`, while this instance
+//! leads, one pass of `db::stats::refresh` on a session of its own with its own statement timeout.
+//! A pass that finds the stats lock taken (a `POST /api/v1/stats/refresh` running, or another
 //! instance that still believes it leads) is skipped; the next tick tries again.
 
 use std::time::Duration;

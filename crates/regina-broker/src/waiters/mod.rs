@@ -1,5 +1,5 @@
-//! The long-poll registry (spec §4.9). A pop that found nothing parks here, holding no database
-//! connection, and is woken the moment something may have become eligible for it: a push
+//! The long-poll registry (http-api.md §4.9). A pop that found nothing parks here, holding no
+//! database connection, and is woken the moment something may have become eligible for it: a push
 //! committed to its queue (and partition), or a lease of its group ending there.
 //!
 //! A waiter is registered *before* its first pop attempt, so an event that lands while the attempt

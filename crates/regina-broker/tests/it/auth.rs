@@ -19,8 +19,8 @@ enum Level {
 }
 use Level::{Admin, Public, Ro, Rw};
 
-/// Every route of spec §3 with its level, written from the table of spec §1.6 (and §3's
-/// per-endpoint levels). Independent of the broker's catalogue on purpose.
+/// Every route of http-api.md §3 with its level, written from the table of http-api.md §1.6 (and
+/// §3's per-endpoint levels). Independent of the broker's catalogue on purpose.
 const SPEC_ROUTES: &[(&str, &str, Level)] = &[
     ("GET", "/health", Public),
     ("GET", "/metrics", Public),

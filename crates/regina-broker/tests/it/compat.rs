@@ -82,7 +82,7 @@ async fn a_lease_extension_without_a_body_answers_the_entry_as_an_object() {
     assert_eq!(entry["index"], 0);
     assert_eq!(entry["newExpiresAt"], entry["expiresAt"]);
     let renewed = ts(&entry["newExpiresAt"]);
-    // Any body, even `{}`, gets the array of spec §3.6, and both say the same thing.
+    // Any body, even `{}`, gets the array of http-api.md §3.6, and both say the same thing.
     let r = api.extend(&lease, json!({})).await;
     assert_eq!(r.status, 200, "{r:?}");
     let entries = r.body.as_array().expect("an array");

@@ -152,8 +152,8 @@ fn path_parameters(template: &str, path: &str) -> Result<Value, String> {
     Ok(Value::Object(out))
 }
 
-/// The query as an object of the route's parameters (spec §2.4: the first occurrence wins, an
-/// empty value is absent, `+` is a space), each value read as its parameter's type says.
+/// The query as an object of the route's parameters (http-api.md §2.4: the first occurrence wins,
+/// an empty value is absent, `+` is a space), each value read as its parameter's type says.
 fn query_parameters(parameters: &[Value], query: &str) -> Result<Value, String> {
     let types: BTreeMap<&str, &str> = parameters
         .iter()

@@ -95,7 +95,7 @@ pub async fn start_auth(f: impl FnOnce(&mut regina_broker::Config)) -> (TestBrok
     .await
 }
 
-/// Asserts a 401 with the given code and `WWW-Authenticate: Bearer` (spec §1.6).
+/// Asserts a 401 with the given code and `WWW-Authenticate: Bearer` (http-api.md §1.6).
 #[track_caller]
 pub fn assert_401(reply: &Reply, code: &str) {
     reply.assert_error(401, code);

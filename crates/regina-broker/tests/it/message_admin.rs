@@ -11,7 +11,7 @@ async fn delete(api: &Api, path: &str) -> Reply {
     api.send(Method::DELETE, path, None, &[]).await
 }
 
-/// Asserts an administration failure: status, code, and `success: false` kept (spec §1.3).
+/// Asserts an administration failure: status, code, and `success: false` kept (http-api.md §1.3).
 #[track_caller]
 fn assert_admin_error(r: &Reply, status: u16, code: &str) {
     r.assert_error(status, code);

@@ -37,7 +37,7 @@ async fn queue_listing_filters_orders_pages_and_counts() {
     let leased = api.pop("billing.invoices", "batch=1").await;
     assert_eq!(leased.status, 200, "{leased:?}");
 
-    // Message counts are those of the last stats refresh (spec §4.16).
+    // Message counts are those of the last stats refresh (http-api.md §4.16).
     api.refresh_stats().await;
     let r = api.get("/api/v1/resources/queues").await;
     assert_eq!(r.status, 200, "{r:?}");
@@ -122,7 +122,7 @@ async fn queue_detail_reports_options_partitions_and_six_counts() {
     .await;
     assert_eq!(res["dlq"], true, "{res}");
 
-    // Message counts are those of the last stats refresh (spec §4.16).
+    // Message counts are those of the last stats refresh (http-api.md §4.16).
     api.refresh_stats().await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.status, 200, "{d:?}");
@@ -180,7 +180,7 @@ async fn a_failed_attempt_counts_its_head_once_per_group() {
         )
         .await;
     }
-    // Message counts are those of the last stats refresh (spec §4.16).
+    // Message counts are those of the last stats refresh (http-api.md §4.16).
     api.refresh_stats().await;
     let d = detail(&api, "q", "").await;
     assert_eq!(
@@ -199,7 +199,7 @@ async fn partition_listing_filters_orders_and_counts_groups_and_leases() {
     api.pop_partition("alpha", "p2", "consumerGroup=g&autoAck=true")
         .await;
 
-    // Message counts are those of the last stats refresh (spec §4.16).
+    // Message counts are those of the last stats refresh (http-api.md §4.16).
     api.refresh_stats().await;
     let r = api.get("/api/v1/resources/partitions").await;
     assert_eq!(r.status, 200, "{r:?}");
@@ -256,7 +256,7 @@ async fn namespaces_and_tasks_group_queues_with_empty_labels_under_empty_strings
     api.push_to("plain", "Default", &[json!(1)]).await;
     api.pop("shop.orders", "batch=2&autoAck=true").await;
 
-    // Message counts are those of the last stats refresh (spec §4.16).
+    // Message counts are those of the last stats refresh (http-api.md §4.16).
     api.refresh_stats().await;
     let n = api.get("/api/v1/resources/namespaces").await;
     assert_eq!(n.status, 200, "{n:?}");
@@ -385,7 +385,7 @@ async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() 
             "lease_expired",
         );
     }
-    // Message counts are those of the last stats refresh (spec §4.16).
+    // Message counts are those of the last stats refresh (http-api.md §4.16).
     api.refresh_stats().await;
     let d = detail(&api, "q", "").await;
     assert_eq!(d.body["options"], configured.body["options"]);

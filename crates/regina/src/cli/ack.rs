@@ -1,4 +1,4 @@
-//! `regina ack`: acknowledge one delivered message (spec §3.5).
+//! `regina ack`: acknowledge one delivered message (http-api.md §3.5).
 
 use clap::{Args, ValueEnum};
 use reqwest::Method;
@@ -39,7 +39,7 @@ pub struct AckArgs {
     pub connection: Connection,
 }
 
-/// Ack statuses (spec §3.5).
+/// Ack statuses (http-api.md §3.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum AckStatus {
     /// Processed: the message is settled.

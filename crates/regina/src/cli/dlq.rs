@@ -1,4 +1,4 @@
-//! `regina dlq` (list dead letters) and `regina dlq requeue` (spec §3.9).
+//! `regina dlq` (list dead letters) and `regina dlq requeue` (http-api.md §3.9).
 
 use clap::{Args, Subcommand};
 use reqwest::Method;

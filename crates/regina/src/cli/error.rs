@@ -2,8 +2,8 @@
 
 use serde_json::{json, Value};
 
-/// A failed client verb. Every case prints as `{error, code}` (spec §1.3); the codes of the
-/// broker's registry (spec §2.3) pass through unchanged, and the client adds its own:
+/// A failed client verb. Every case prints as `{error, code}` (http-api.md §1.3); the codes of the
+/// broker's registry (http-api.md §2.3) pass through unchanged, and the client adds its own:
 /// `usage`, `unreachable`, `timeout`, `invalid_response` and `io`.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {

@@ -1,4 +1,5 @@
-//! `regina groups [NAME]` and `regina seek`: the consumer-group views and seeks of spec §3.10.
+//! `regina groups [NAME]` and `regina seek`: the consumer-group views and seeks of http-api.md
+//! §3.10.
 
 use clap::{ArgGroup, Args};
 use comfy_table::Table;

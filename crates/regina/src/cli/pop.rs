@@ -1,4 +1,4 @@
-//! `regina pop`: one pop request (spec §3.4), optionally a long-poll.
+//! `regina pop`: one pop request (http-api.md §3.4), optionally a long-poll.
 
 use clap::Args;
 use reqwest::{Method, StatusCode};
@@ -171,7 +171,8 @@ pub async fn pop_once(
         return Ok(Popped::Empty(reason.to_owned()));
     }
     let body = reply.json()?;
-    // With POP_EMPTY_STATUS=200 the broker says "nothing" as a 200 with no messages (spec §2.2).
+    // With POP_EMPTY_STATUS=200 the broker says "nothing" as a 200 with no messages (http-api.md
+    // §2.2).
     if output::array(&body, "messages").is_empty() {
         let reason = body["reason"].as_str().unwrap_or("empty").to_owned();
         return Ok(Popped::Empty(reason));

@@ -63,8 +63,8 @@ pub struct PushArgs {
     pub connection: Connection,
 }
 
-/// A push body (spec §3.3). Serialised straight to text: a detour through `serde_json::Value`
-/// would re-write the payloads.
+/// A push body (http-api.md §3.3). Serialised straight to text: a detour through
+/// `serde_json::Value` would re-write the payloads.
 #[derive(Serialize)]
 struct PushBody<'a> {
     items: Vec<Item<'a>>,

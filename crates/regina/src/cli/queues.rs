@@ -1,4 +1,4 @@
-//! `regina queues` and `regina queue NAME`: the queue listing and detail of spec §3.8.
+//! `regina queues` and `regina queue NAME`: the queue listing and detail of http-api.md §3.8.
 
 use clap::Args;
 use comfy_table::Table;
@@ -10,7 +10,7 @@ use super::error::CliError;
 use super::output;
 use super::{Connection, Outcome};
 
-/// The six message counts of a partition or queue (spec §4.16), in table order.
+/// The six message counts of a partition or queue (http-api.md §4.16), in table order.
 const COUNTS: [(&str, &str); 6] = [
     ("TOTAL", "total"),
     ("PENDING", "pending"),

@@ -1,5 +1,5 @@
 //! `regina queues`, `queue`, `groups`, `seek`, and the clean-up of `tail`. They need the
-//! resources endpoints (spec §3.8) and the consumer-group endpoints (spec §3.10).
+//! resources endpoints (http-api.md §3.8) and the consumer-group endpoints (http-api.md §3.10).
 
 use regina_testkit::TestBroker;
 use serde_json::{json, Value};

@@ -77,7 +77,7 @@ async fn dlq_prints_a_table_of_dead_letters() {
     broker.shutdown().await;
 }
 
-/// Needs `POST /api/v1/messages/:partitionId/:transactionId/retry` (spec §3.9).
+/// Needs `POST /api/v1/messages/:partitionId/:transactionId/retry` (http-api.md §3.9).
 #[tokio::test]
 async fn dlq_requeue_delivers_the_message_again() {
     let broker = TestBroker::start().await;

@@ -1,5 +1,5 @@
-//! Catalogue entries of spec §3.1–3.7: health and description, configure, push, pop, ack, lease
-//! extension, transaction.
+//! Catalogue entries of http-api.md §3.1–3.7: health and description, configure, push, pop, ack,
+//! lease extension, transaction.
 
 use serde_json::{json, Value};
 

@@ -1,4 +1,4 @@
-//! Catalogue entries of spec §3.11–3.13: traces, status and analytics (the dashboard feeds),
+//! Catalogue entries of http-api.md §3.11–3.13: traces, status and analytics (the dashboard feeds),
 //! system routes.
 
 use serde_json::Value;
@@ -30,7 +30,7 @@ pub(super) fn routes() -> Vec<Route> {
     all
 }
 
-/// A literal segment beats a parameter (spec §2.4): the router tries `by-name` before
+/// A literal segment beats a parameter (http-api.md §2.4): the router tries `by-name` before
 /// `{partitionId}`, and `names` is a route of its own.
 fn trace_routes() -> Vec<Route> {
     vec![

@@ -1,4 +1,4 @@
-//! Catalogue entries of spec §3.8–3.10: resources, messages and the DLQ, consumer groups.
+//! Catalogue entries of http-api.md §3.8–3.10: resources, messages and the DLQ, consumer groups.
 
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-/// The stable error codes of spec §2.3.
+/// The stable error codes of http-api.md §2.3.
 pub(crate) const ERROR_CODES: &[&str] = &[
     "invalid_json",
     "validation_failed",
@@ -69,7 +69,8 @@ pub(crate) fn any() -> Value {
     json!({})
 }
 
-/// A queue, partition or consumer group name (spec §6; the length limit is `NAME_CHARS_MAX`).
+/// A queue, partition or consumer group name (http-api.md §6; the length limit is
+/// `NAME_CHARS_MAX`).
 pub(crate) fn name() -> Value {
     json!({"type": "string", "minLength": 1, "maxLength": 255})
 }
@@ -121,7 +122,7 @@ pub(crate) fn pagination() -> Value {
     named("Pagination")
 }
 
-/// The six counts of a partition or queue (spec §4.16).
+/// The six counts of a partition or queue (http-api.md §4.16).
 pub(crate) fn counts() -> Value {
     named("MessageCounts")
 }

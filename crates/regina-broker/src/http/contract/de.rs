@@ -167,7 +167,7 @@ impl<'p> ParamsDe<'p> {
     }
 
     /// The value of `key`: absent (`None`), or its text. A query value that is empty is absent;
-    /// one that is not UTF-8 or holds U+0000 is refused (spec §2.4).
+    /// one that is not UTF-8 or holds U+0000 is refused (http-api.md §2.4).
     fn value(&self, key: &str) -> Result<Option<&'p str>, Failure> {
         match self.source {
             Source::Query(query) => query.text(key).map_err(Failure::keyed),

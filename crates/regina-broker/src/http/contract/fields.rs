@@ -1,5 +1,6 @@
-//! The field types of request bodies (spec §2.4). Each reads its member as raw JSON and applies
-//! the API's rule for it — absent, `null` and (for text) `""` mean absent; integers may be written
+//! The field types of request bodies (http-api.md §2.4). Each reads its member as raw JSON and
+//! applies the API's rule for it — absent, `null` and (for text) `""` mean absent; integers may be
+//! written
 //! `300.0`; booleans are JSON `true`/`false` only; text that reaches PostgreSQL refuses U+0000 —
 //! and describes the same rule, limits included, as JSON Schema.
 //!
@@ -100,7 +101,7 @@ impl<'de, const MAX: usize> Deserialize<'de> for RequiredText<MAX> {
 }
 
 /// Optional free text, kept rather than matched: U+0000 becomes U+FFFD and text beyond `KEEP`
-/// characters is cut (spec §6).
+/// characters is cut (http-api.md §6).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct FreeText<const KEEP: usize>(pub(crate) Option<String>);
 
@@ -113,8 +114,8 @@ impl<'de, const KEEP: usize> Deserialize<'de> for FreeText<KEEP> {
     }
 }
 
-/// A queue, partition or consumer group name (spec §6): 1 to `NAME_CHARS_MAX` characters, not
-/// only whitespace, no control characters.
+/// A queue, partition or consumer group name (http-api.md §6): 1 to `NAME_CHARS_MAX` characters,
+/// not only whitespace, no control characters.
 fn checked_name(value: String) -> Result<String, Failure> {
     match name_problem(&value, Limits::current().name_chars_max) {
         Some(problem) => Err(Failure::keyed(problem)),
@@ -158,7 +159,7 @@ impl<'de> Deserialize<'de> for UuidText {
     }
 }
 
-/// An optional integer in `MIN..=MAX`; `300.0` counts as `300` (spec §2.4).
+/// An optional integer in `MIN..=MAX`; `300.0` counts as `300` (http-api.md §2.4).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Int<const MIN: i64, const MAX: i64>(pub(crate) Option<i64>);
 
@@ -473,7 +474,7 @@ macro_rules! inline_schema {
 /// Text without U+0000 (what PostgreSQL `text` holds).
 const NO_NUL: &str = "^[^\\u0000]*$";
 
-/// The name rule of spec §6: at least one character that is neither whitespace nor a control
+/// The name rule of http-api.md §6: at least one character that is neither whitespace nor a control
 /// character, and no control character.
 pub(crate) const NAME_PATTERN: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*\
      [^\\s\\u0000-\\u001F\\u007F-\\u009F][^\\u0000-\\u001F\\u007F-\\u009F]*$";
@@ -489,7 +490,7 @@ pub(crate) fn uuid_schema() -> Value {
     json!({"type": "string", "format": "uuid", "pattern": UUID_PATTERN})
 }
 
-/// The timestamp forms of spec §1.5: RFC 3339 (offset optional), or a date.
+/// The timestamp forms of http-api.md §1.5: RFC 3339 (offset optional), or a date.
 pub(crate) const INSTANT_PATTERN: &str =
     "^\\d{4}-\\d{2}-\\d{2}([Tt ]\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?([Zz]|[+-]\\d{2}:\\d{2})?)?$";
 

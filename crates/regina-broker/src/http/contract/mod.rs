@@ -4,12 +4,12 @@
 //! them, and the OpenAPI document takes its request schemas, limits included, from the same types
 //! (`schemars`, see [`schema`]).
 //!
-//! Parsing keeps the rules of the API (spec §2.4): members are read in the order the type declares
-//! them, so the first error reported is the first field of the type that is wrong; an absent
-//! member, `null` and (for text) `""` are absent; unknown members and query keys are ignored; the
-//! first occurrence of a query key wins. Errors name their field path (`items[3].traceId`) and
-//! index, with the stable codes `validation_failed` (bodies), `invalid_parameter` (query and path)
-//! and `too_many_items`.
+//! Parsing keeps the rules of the API (http-api.md §2.4): members are read in the order the type
+//! declares them, so the first error reported is the first field of the type that is wrong; an
+//! absent member, `null` and (for text) `""` are absent; unknown members and query keys are
+//! ignored; the first occurrence of a query key wins. Errors name their field path
+//! (`items[3].traceId`) and index, with the stable codes `validation_failed` (bodies),
+//! `invalid_parameter` (query and path) and `too_many_items`.
 //!
 //! Configurable limits (`NAME_CHARS_MAX`, `PUSH_ITEMS_MAX`, …) are read from [`Limits`], set for
 //! the duration of one synchronous decode; schemas show their defaults.

@@ -1,5 +1,5 @@
-//! The field types of query and path parameters (spec §2.4): a parameter is text; an empty query
-//! value means its default; integers are an optional sign and decimal digits; booleans are
+//! The field types of query and path parameters (http-api.md §2.4): a parameter is text; an empty
+//! query value means its default; integers are an optional sign and decimal digits; booleans are
 //! `true/1/yes/on` or `false/0/no/off` in any case. Each type's JSON Schema describes the value
 //! it stands for (an integer, a boolean, a name), its limits and its default.
 
@@ -52,11 +52,11 @@ impl<'de, const MAX: usize> Deserialize<'de> for QueryText<MAX> {
     }
 }
 
-/// A selector of at most 255 characters (`namespace` / `task` of a pop, spec §6).
+/// A selector of at most 255 characters (`namespace` / `task` of a pop, http-api.md §6).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Label(pub(crate) Option<String>);
 
-/// Longest `namespace` / `task` selector, characters (spec §6).
+/// Longest `namespace` / `task` selector, characters (http-api.md §6).
 const LABEL_CHARS_MAX: usize = 255;
 
 impl<'de> Deserialize<'de> for Label {
@@ -89,7 +89,7 @@ impl<'de> Deserialize<'de> for Search {
     }
 }
 
-/// An optional queue, partition or group name (spec §6).
+/// An optional queue, partition or group name (http-api.md §6).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct QueryName(pub(crate) Option<String>);
 
@@ -111,7 +111,7 @@ impl<'de> Deserialize<'de> for QueryName {
     }
 }
 
-/// A name in the path (spec §6).
+/// A name in the path (http-api.md §6).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct PathName(pub(crate) String);
 
@@ -306,7 +306,7 @@ impl<'de, const DEFAULT: bool> Deserialize<'de> for QueryFlag<DEFAULT> {
     }
 }
 
-/// A timestamp (spec §1.5), normalised to ISO-8601 UTC text.
+/// A timestamp (http-api.md §1.5), normalised to ISO-8601 UTC text.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct QueryInstant(pub(crate) Option<String>);
 
@@ -321,7 +321,7 @@ impl<'de> Deserialize<'de> for QueryInstant {
     }
 }
 
-/// A bound of a feed's time range (spec §3.12), as an instant.
+/// A bound of a feed's time range (http-api.md §3.12), as an instant.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct RangeBound(pub(crate) Option<OffsetDateTime>);
 
@@ -340,7 +340,7 @@ impl<'de> Deserialize<'de> for RangeBound {
     }
 }
 
-/// Where a new group starts (spec §3.4): `now` or a timestamp.
+/// Where a new group starts (http-api.md §3.4): `now` or a timestamp.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct SubscriptionFrom(pub(crate) Option<String>);
 
@@ -358,8 +358,8 @@ impl<'de> Deserialize<'de> for SubscriptionFrom {
     }
 }
 
-/// `subscriptionMode` (spec §3.4, §4.10; docs/compatibility.md): `new` and `new-only` (any case)
-/// start a new group now; every other value starts it from the beginning — no spelling is
+/// `subscriptionMode` (http-api.md §3.4, §4.10; docs/compatibility.md): `new` and `new-only` (any
+/// case) start a new group now; every other value starts it from the beginning — no spelling is
 /// refused. `None` when absent.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SubscriptionMode(pub(crate) Option<&'static str>);

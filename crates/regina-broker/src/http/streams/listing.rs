@@ -1,6 +1,6 @@
 //! `GET /api/v1/resources/streams` (RO): one page of the registered streams queries for the
 //! dashboard — state size, shards and the last cycle instant. Queries whose source queue lies
-//! outside the caller's scopes are left out (spec §1.6).
+//! outside the caller's scopes are left out (http-api.md §1.6).
 
 use axum::extract::State;
 use axum::http::StatusCode;

@@ -13,7 +13,7 @@ use scrape::Metrics;
 
 mod scrape;
 
-/// The families spec §3.1 names (process_* aside), with the prefix.
+/// The families http-api.md §3.1 names (process_* aside), with the prefix.
 const FAMILIES: &[&str] = &[
     "regina_http_requests_total",
     "regina_messages_pushed_total",
