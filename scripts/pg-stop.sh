@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stops the private PostgreSQL cluster that Regina's devdb runs in DATA_DIR (following
-# DATA_DIR.location when devdb fell back to the temp directory); with --delete, also removes it.
+# Stops the private PostgreSQL cluster that crates/regina-devdb runs in DATA_DIR (following
+# DATA_DIR.location when it fell back to the temp directory); with --delete, also removes it.
 # Usage: scripts/pg-stop.sh [--delete] DATA_DIR
 set -euo pipefail
 

@@ -7,7 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
-use regina_broker::devdb::{DevDb, DevDbOptions};
+use regina_devdb::{DevDb, DevDbOptions};
 use tokio::process::{Child, Command};
 use tokio_postgres::NoTls;
 

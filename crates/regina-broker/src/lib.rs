@@ -5,13 +5,11 @@
 //! - [`serve`]: run the broker on a bound listener until `shutdown` resolves;
 //! - [`migrate`]: apply migrations and re-apply SQL functions;
 //! - [`app`] and [`AppState`]: the router, testable without a socket;
-//! - [`devdb`]: a private PostgreSQL cluster for development and tests;
 //! - [`openapi_document`]: the OpenAPI 3.1 document of the HTTP API.
 
 mod auth;
 mod config;
 mod db;
-pub mod devdb;
 mod encryption;
 mod engine;
 mod error;

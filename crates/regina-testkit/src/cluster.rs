@@ -9,7 +9,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use regina_broker::devdb::{DevDb, DevDbOptions};
+use regina_devdb::{DevDb, DevDbOptions};
 use tokio::sync::OnceCell;
 use tokio_postgres::error::SqlState;
 

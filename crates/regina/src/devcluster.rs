@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use clap::parser::ValueSource;
 use clap::ArgMatches;
-use regina_broker::devdb::{DevDb, DevDbOptions};
+use regina_devdb::{DevDb, DevDbOptions};
 
 use regina_broker::Config;
 

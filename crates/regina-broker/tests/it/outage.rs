@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use regina_broker::devdb::{DevDb, DevDbOptions};
+use regina_devdb::{DevDb, DevDbOptions};
 use regina_testkit::{eventually, TestBroker};
 use serde_json::{json, Value};
 

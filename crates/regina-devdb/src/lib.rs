@@ -1,9 +1,11 @@
-//! A private PostgreSQL cluster for development and tests.
+//! A private PostgreSQL cluster for development, tests and benchmarks; never part of the broker
+//! that runs in production.
 //!
-//! `regina serve` without any database setting, and the test kit, run PostgreSQL from the system's
-//! binaries (`/usr/lib/postgresql/<version>/bin`, else `pg_config --bindir`) under a directory they
-//! own, listening on 127.0.0.1 only. PostgreSQL refuses to run as root, so when this process is
-//! root every server command runs as the `postgres` OS user through `runuser`.
+//! `regina serve` without any database setting, the test kit and the benchmark harness run
+//! PostgreSQL from the system's binaries (`/usr/lib/postgresql/<version>/bin`, else
+//! `pg_config --bindir`) under a directory they own, listening on 127.0.0.1 only. PostgreSQL
+//! refuses to run as root, so when this process is root every server command runs as the
+//! `postgres` OS user through `runuser`.
 //!
 //! When the `postgres` user cannot reach the requested data directory (a checkout under a `0700`
 //! home, say), the cluster lives under the system temp directory instead, in a directory named
