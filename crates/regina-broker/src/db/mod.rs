@@ -7,9 +7,9 @@ mod access;
 mod admin;
 mod error;
 mod failover;
+pub(crate) mod history;
 pub(crate) mod jobs;
 mod listen;
-mod metrics;
 pub(crate) mod migrate;
 mod pool;
 pub(crate) mod stats;
@@ -23,8 +23,6 @@ pub(crate) use error::DbError;
 pub(crate) use listen::Notice;
 pub(crate) use pool::{ConnectSettings, Db};
 pub(crate) use streams::CycleRow;
-
-use crate::metrics::AckEvents;
 
 /// The prepared statements of a pool session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,6 +149,19 @@ pub(crate) struct PopRow {
     pub(crate) row: IndexedRow,
     /// `events`.
     pub(crate) events: Option<String>,
+}
+
+/// The metrics columns of one `regina.ack` or `regina.transaction` row.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct AckEvents {
+    /// The item's queue (null when the message was unknown).
+    pub(crate) queue: Option<String>,
+    /// The status the item applied (none when it failed).
+    pub(crate) acked: Option<String>,
+    /// Heads dead-lettered by the item.
+    pub(crate) dead_lettered: u64,
+    /// Expired leases the item accounted.
+    pub(crate) leases_expired: u64,
 }
 
 /// One row of `regina.ack` (or `regina.transaction`): the result plus the waiters to wake when an

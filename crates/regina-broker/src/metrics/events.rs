@@ -7,6 +7,7 @@ use serde::Deserialize;
 
 use super::queues::AckStatus;
 use super::Metrics;
+use crate::db::AckEvents;
 
 /// One element of a pop's `events`: one claim that delivered or settled something.
 #[derive(Debug, Deserialize)]
@@ -24,19 +25,6 @@ struct ClaimEvents<'a> {
     leases_expired: u64,
     #[serde(default)]
     dead_lettered: u64,
-}
-
-/// The metrics columns of one `regina.ack` or `regina.transaction` row.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct AckEvents {
-    /// The item's queue (null when the message was unknown).
-    pub(crate) queue: Option<String>,
-    /// The status the item applied (none when it failed).
-    pub(crate) acked: Option<String>,
-    /// Heads dead-lettered by the item.
-    pub(crate) dead_lettered: u64,
-    /// Expired leases the item accounted.
-    pub(crate) leases_expired: u64,
 }
 
 impl Metrics {

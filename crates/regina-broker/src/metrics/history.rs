@@ -20,6 +20,7 @@ use tokio::task::JoinHandle;
 
 use super::process::ProcessSample;
 use super::{AckStatus, Metrics, DB_OPS};
+use crate::db::history::{HistoryWrite, QueueRow, Sample, WorkerRow};
 use crate::db::{Db, DbError};
 use crate::waiters::Waiters;
 
@@ -58,65 +59,6 @@ struct WorkerTotals {
 struct Totals {
     worker: WorkerTotals,
     queues: HashMap<String, QueueTotals>,
-}
-
-/// The counts of one `queue_metrics` row to add, with its gauge sample.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct QueueRow {
-    pub(crate) queue: String,
-    pub(crate) pushed: i64,
-    pub(crate) delivered: i64,
-    pub(crate) acked: i64,
-    pub(crate) ack_failed: i64,
-    pub(crate) dead_lettered: i64,
-    pub(crate) transactions: i64,
-    pub(crate) expired: i64,
-    pub(crate) evicted: i64,
-    pub(crate) retention_deleted: i64,
-    pub(crate) completed_deleted: i64,
-    pub(crate) lag_ms_sum: f64,
-    pub(crate) lag_samples: i64,
-    pub(crate) lag_ms_max: f64,
-    pub(crate) waiters: i32,
-}
-
-/// The counts of the `worker_metrics` row to add.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct WorkerRow {
-    pub(crate) requests: i64,
-    pub(crate) push_messages: i64,
-    pub(crate) pop_messages: i64,
-    pub(crate) ack_messages: i64,
-    pub(crate) db_calls: i64,
-    pub(crate) batch_requests: i64,
-    pub(crate) db_errors: i64,
-    pub(crate) cpu_seconds: f64,
-}
-
-/// The gauges of this instance at the time of a write.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct Sample {
-    pub(crate) rss_bytes: i64,
-    pub(crate) db_pool_busy: i32,
-    pub(crate) db_pool_waiting: i32,
-    pub(crate) http_inflight: i32,
-    pub(crate) longpoll_waiters: i32,
-    /// Parked long-polls per queue name.
-    pub(crate) waiters: HashMap<String, usize>,
-    /// User + system CPU since the process started, seconds.
-    pub(crate) cpu_seconds: f64,
-}
-
-/// One write: what the statement of `db::Db::history_write` adds.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct HistoryWrite {
-    pub(crate) worker: WorkerRow,
-    pub(crate) queues: Vec<QueueRow>,
-    pub(crate) sample: Sample,
-    /// The instance's start on the database clock, once a write has told it.
-    pub(crate) started_at: Option<OffsetDateTime>,
-    /// Seconds since the start, from which the first write computes `started_at`.
-    pub(crate) uptime_seconds: f64,
 }
 
 fn sub(now: u64, then: u64) -> i64 {
@@ -168,49 +110,48 @@ impl Totals {
     }
 }
 
-impl QueueRow {
-    fn delta(queue: &str, now: &QueueTotals, then: &QueueTotals) -> QueueRow {
-        QueueRow {
-            queue: queue.to_owned(),
-            pushed: sub(now.pushed, then.pushed),
-            delivered: sub(now.delivered, then.delivered),
-            acked: sub(now.acked, then.acked),
-            ack_failed: sub(now.ack_failed, then.ack_failed),
-            dead_lettered: sub(now.dead_lettered, then.dead_lettered),
-            transactions: sub(now.transactions, then.transactions),
-            expired: sub(now.expired, then.expired),
-            evicted: sub(now.evicted, then.evicted),
-            retention_deleted: sub(now.retention_deleted, then.retention_deleted),
-            completed_deleted: sub(now.completed_deleted, then.completed_deleted),
-            lag_ms_sum: (now.lag_ms_sum - then.lag_ms_sum).max(0.0),
-            lag_samples: sub(now.lag_samples, then.lag_samples),
-            lag_ms_max: 0.0,
-            waiters: 0,
-        }
-    }
-
-    fn counted_nothing(&self) -> bool {
-        let blank = QueueRow {
-            queue: self.queue.clone(),
-            waiters: self.waiters,
-            ..QueueRow::default()
-        };
-        *self == blank
+/// What `queue` counted between the totals `then` and `now`.
+fn queue_delta(queue: &str, now: &QueueTotals, then: &QueueTotals) -> QueueRow {
+    QueueRow {
+        queue: queue.to_owned(),
+        pushed: sub(now.pushed, then.pushed),
+        delivered: sub(now.delivered, then.delivered),
+        acked: sub(now.acked, then.acked),
+        ack_failed: sub(now.ack_failed, then.ack_failed),
+        dead_lettered: sub(now.dead_lettered, then.dead_lettered),
+        transactions: sub(now.transactions, then.transactions),
+        expired: sub(now.expired, then.expired),
+        evicted: sub(now.evicted, then.evicted),
+        retention_deleted: sub(now.retention_deleted, then.retention_deleted),
+        completed_deleted: sub(now.completed_deleted, then.completed_deleted),
+        lag_ms_sum: (now.lag_ms_sum - then.lag_ms_sum).max(0.0),
+        lag_samples: sub(now.lag_samples, then.lag_samples),
+        lag_ms_max: 0.0,
+        waiters: 0,
     }
 }
 
-impl WorkerRow {
-    fn delta(now: &WorkerTotals, then: &WorkerTotals) -> WorkerRow {
-        WorkerRow {
-            requests: sub(now.requests, then.requests),
-            push_messages: sub(now.push_messages, then.push_messages),
-            pop_messages: sub(now.pop_messages, then.pop_messages),
-            ack_messages: sub(now.ack_messages, then.ack_messages),
-            db_calls: sub(now.db_calls, then.db_calls),
-            batch_requests: sub(now.batch_requests, then.batch_requests),
-            db_errors: sub(now.db_errors, then.db_errors),
-            cpu_seconds: (now.cpu_seconds - then.cpu_seconds).max(0.0),
-        }
+/// Whether a queue row adds nothing (its waiter sample aside).
+fn counted_nothing(row: &QueueRow) -> bool {
+    let blank = QueueRow {
+        queue: row.queue.clone(),
+        waiters: row.waiters,
+        ..QueueRow::default()
+    };
+    *row == blank
+}
+
+/// What the instance counted between the totals `then` and `now`.
+fn worker_delta(now: &WorkerTotals, then: &WorkerTotals) -> WorkerRow {
+    WorkerRow {
+        requests: sub(now.requests, then.requests),
+        push_messages: sub(now.push_messages, then.push_messages),
+        pop_messages: sub(now.pop_messages, then.pop_messages),
+        ack_messages: sub(now.ack_messages, then.ack_messages),
+        db_calls: sub(now.db_calls, then.db_calls),
+        batch_requests: sub(now.batch_requests, then.batch_requests),
+        db_errors: sub(now.db_errors, then.db_errors),
+        cpu_seconds: (now.cpu_seconds - then.cpu_seconds).max(0.0),
     }
 }
 
@@ -249,7 +190,7 @@ impl HistoryState {
         let waiters = waiters_by_label(metrics, &sample.waiters);
         let queues = self.rows(&now, &waiters);
         let request = HistoryWrite {
-            worker: WorkerRow::delta(&now.worker, &self.written.worker),
+            worker: worker_delta(&now.worker, &self.written.worker),
             queues,
             sample,
             started_at: self.started_at,
@@ -282,11 +223,11 @@ impl HistoryState {
         let mut rows = Vec::new();
         for (label, totals) in &now.queues {
             let then = self.written.queues.get(label).unwrap_or(&blank);
-            let mut row = QueueRow::delta(label, totals, then);
+            let mut row = queue_delta(label, totals, then);
             row.lag_ms_max = self.lag_ms_max.get(label).copied().unwrap_or(0.0);
             let parked = waiters.get(label).copied().unwrap_or(0);
             row.waiters = i32::try_from(parked).unwrap_or(i32::MAX);
-            if !row.counted_nothing() || parked > 0 || self.waited.contains(label) {
+            if !counted_nothing(&row) || parked > 0 || self.waited.contains(label) {
                 rows.push(row);
             }
         }

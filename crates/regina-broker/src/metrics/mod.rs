@@ -29,7 +29,6 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-pub(crate) use events::AckEvents;
 pub(crate) use http::UNMATCHED;
 pub(crate) use queues::{AckStatus, QueueMetrics};
 use queues::{QueueFamilies, QueueLabels};

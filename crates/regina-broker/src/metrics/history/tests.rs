@@ -1,8 +1,8 @@
 use std::sync::Mutex;
 
 use super::*;
+use crate::db::AckEvents;
 use crate::metrics::queues::OTHER as OTHER_LABEL;
-use crate::metrics::AckEvents;
 
 /// Runs one write through a fake database that fails when `fail` says so; returns what was sent
 /// and whether the write counted as done.

@@ -2,10 +2,11 @@
 //! instance's counts to the current minute's `worker_metrics` row and `queue_metrics` rows (the
 //! minute of the database clock), and replaces the gauge samples.
 
+use std::collections::HashMap;
+
 use time::OffsetDateTime;
 
 use super::{Db, DbError};
-use crate::metrics::history::HistoryWrite;
 
 /// `$1` worker id, `$2` hostname, `$3` version, `$4` start (null: `now() − $5` seconds), `$6`–`$18`
 /// the worker row, `$19`–`$33` the queue rows as parallel arrays. Returns the row's start.
@@ -71,6 +72,65 @@ with minute as (
 )
 select started_at from worker";
 
+/// The counts of one `queue_metrics` row to add, with its gauge sample.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct QueueRow {
+    pub(crate) queue: String,
+    pub(crate) pushed: i64,
+    pub(crate) delivered: i64,
+    pub(crate) acked: i64,
+    pub(crate) ack_failed: i64,
+    pub(crate) dead_lettered: i64,
+    pub(crate) transactions: i64,
+    pub(crate) expired: i64,
+    pub(crate) evicted: i64,
+    pub(crate) retention_deleted: i64,
+    pub(crate) completed_deleted: i64,
+    pub(crate) lag_ms_sum: f64,
+    pub(crate) lag_samples: i64,
+    pub(crate) lag_ms_max: f64,
+    pub(crate) waiters: i32,
+}
+
+/// The counts of the `worker_metrics` row to add.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct WorkerRow {
+    pub(crate) requests: i64,
+    pub(crate) push_messages: i64,
+    pub(crate) pop_messages: i64,
+    pub(crate) ack_messages: i64,
+    pub(crate) db_calls: i64,
+    pub(crate) batch_requests: i64,
+    pub(crate) db_errors: i64,
+    pub(crate) cpu_seconds: f64,
+}
+
+/// The gauges of this instance at the time of a write.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Sample {
+    pub(crate) rss_bytes: i64,
+    pub(crate) db_pool_busy: i32,
+    pub(crate) db_pool_waiting: i32,
+    pub(crate) http_inflight: i32,
+    pub(crate) longpoll_waiters: i32,
+    /// Parked long-polls per queue name.
+    pub(crate) waiters: HashMap<String, usize>,
+    /// User + system CPU since the process started, seconds.
+    pub(crate) cpu_seconds: f64,
+}
+
+/// One write: what the statement of [`Db::history_write`] adds.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct HistoryWrite {
+    pub(crate) worker: WorkerRow,
+    pub(crate) queues: Vec<QueueRow>,
+    pub(crate) sample: Sample,
+    /// The instance's start on the database clock, once a write has told it.
+    pub(crate) started_at: Option<OffsetDateTime>,
+    /// Seconds since the start, from which the first write computes `started_at`.
+    pub(crate) uptime_seconds: f64,
+}
+
 impl Db {
     /// Adds one history write of instance `worker_id` on `hostname`; returns the instance's
     /// start as recorded (the database clock).
@@ -86,9 +146,7 @@ impl Db {
         let w = &write.worker;
         let s = &write.sample;
         let q = &write.queues;
-        let column = |f: fn(&crate::metrics::history::QueueRow) -> i64| -> Vec<i64> {
-            q.iter().map(f).collect()
-        };
+        let column = |f: fn(&QueueRow) -> i64| -> Vec<i64> { q.iter().map(f).collect() };
         let names: Vec<&str> = q.iter().map(|r| r.queue.as_str()).collect();
         let lag_ms_sum: Vec<f64> = q.iter().map(|r| r.lag_ms_sum).collect();
         let lag_ms_max: Vec<f64> = q.iter().map(|r| r.lag_ms_max).collect();
