@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
+use crate::args::{command_line_defaults, parse_flag};
+use crate::secret::Secret;
+
 /// The default of every setting with one, as the command line takes it ([`Config::default`]
 /// reads it back from there).
 pub mod defaults {
@@ -127,16 +130,6 @@ pub mod defaults {
     pub const METRICS_QUEUE_LABELS_MAX: usize = 1_000;
     /// `STATS_BATCH_SIZE`, partitions recounted per stats transaction.
     pub const STATS_BATCH_SIZE: u32 = 1_000;
-}
-
-/// A secret setting: kept out of `Debug` output and logs.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Secret(pub String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(..)")
-    }
 }
 
 /// Log output format (`LOG_FORMAT`).
@@ -403,7 +396,7 @@ pub struct Config {
     /// (at-least-once holds; nothing is skipped). Pushes, autoAck pops, transactions and streams
     /// cycles always wait for the disk.
     #[arg(long, env = "ACK_COMMIT_ASYNC", default_value = "false",
-          value_parser = crate::auth::settings::parse_flag, num_args = 0..=1,
+          value_parser = parse_flag, num_args = 0..=1,
           default_missing_value = "true", action = clap::ArgAction::Set)]
     pub ack_commit_async: bool,
     /// How long a pool session keeps its cached query plans before making them again with the
@@ -484,20 +477,6 @@ impl Default for Config {
     }
 }
 
-/// The settings `T` given no flag and no environment variable: the defaults of its `#[arg]`s.
-///
-/// # Panics
-/// When a default does not parse or a setting without one is required: a mistake in `T`'s
-/// declaration, which every test that builds a default configuration finds.
-pub(crate) fn command_line_defaults<T: clap::Args + clap::FromArgMatches>() -> T {
-    let command = T::augment_args(clap::Command::new("defaults"))
-        .mut_args(|arg| arg.env(None::<&'static str>));
-    command
-        .try_get_matches_from(["defaults"])
-        .and_then(|matches| T::from_arg_matches(&matches))
-        .unwrap_or_else(|e| panic!("the settings' defaults do not parse: {e}"))
-}
-
 /// Characters escaped in the user, password, host and database parts of a built URL.
 const URL_PART: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'-')
@@ -541,28 +520,6 @@ impl Config {
     /// `SHUTDOWN_GRACE_MS` as a duration.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_millis(self.shutdown_grace_ms)
-    }
-
-    /// The settings of the leader's deletion jobs.
-    pub(crate) fn policy_settings(&self) -> crate::services::PolicySettings {
-        crate::services::PolicySettings {
-            retention_interval: Duration::from_millis(self.retention_interval_ms.max(1)),
-            retention_batch: i32::try_from(self.retention_batch_size.max(1)).unwrap_or(i32::MAX),
-            eviction_interval: Duration::from_millis(self.eviction_interval_ms.max(1)),
-            eviction_batch: i32::try_from(self.eviction_batch_size.max(1)).unwrap_or(i32::MAX),
-            cleanup_days: i32::try_from(self.partition_cleanup_days).unwrap_or(i32::MAX),
-            metrics_retention_days: i32::try_from(self.metrics_retention_days).unwrap_or(i32::MAX),
-            worker_id: self.worker_id(),
-        }
-    }
-
-    /// The settings of the leader's stats refresh.
-    pub(crate) fn stats_settings(&self) -> crate::services::StatsSettings {
-        crate::services::StatsSettings {
-            interval: Duration::from_millis(self.stats_interval_ms.max(1)),
-            batch: i32::try_from(self.stats_batch_size.max(1)).unwrap_or(i32::MAX),
-            worker_id: self.worker_id(),
-        }
     }
 
     /// `DB_CONNECTION_TIMEOUT` as a duration (at least 1 ms).

@@ -13,7 +13,6 @@ use std::time::{Duration, Instant};
 
 use aes_gcm::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
-use axum::http::StatusCode;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -22,9 +21,9 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use crate::config::{Config, Secret};
+use crate::config::Config;
 use crate::error::Error;
-use crate::http::error::ApiError;
+use crate::secret::Secret;
 
 /// Bytes of a GCM nonce.
 const NONCE_BYTES: usize = 12;
@@ -36,36 +35,18 @@ const ENCRYPTING_QUEUES_MAX: usize = 100_000;
 /// The member the SQL layer puts beside a sealed payload (`regina._sealed_mark`).
 const SEALED_MARK: &str = "\"payloadKeyId\"";
 
-/// Why a payload could not be read.
-#[derive(Debug, PartialEq, Eq)]
+/// Why a payload could not be read (`http::error` gives each its answer).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum OpenError {
     /// No key is configured (`503 encryption_unavailable`).
+    #[error("no encryption key is configured")]
     NoKey,
     /// Authentication failed: another key, or damaged data (`500 decryption_failed`).
+    #[error("an encrypted payload failed authentication")]
     Failed,
     /// The body the database sent is not what this module expects (a bug: `500 internal`).
+    #[error("unreadable sealed payload: {0}")]
     Malformed(String),
-}
-
-impl From<OpenError> for ApiError {
-    fn from(error: OpenError) -> Self {
-        match error {
-            OpenError::NoKey => ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "encryption_unavailable",
-                "Encrypted payloads cannot be read: no encryption key is configured",
-            ),
-            OpenError::Failed => {
-                tracing::error!("an encrypted payload failed authentication (wrong key?)");
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "decryption_failed",
-                    "An encrypted payload could not be decrypted",
-                )
-            }
-            OpenError::Malformed(detail) => ApiError::internal(detail),
-        }
-    }
 }
 
 /// The configured key with its identifier.

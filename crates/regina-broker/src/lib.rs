@@ -7,6 +7,7 @@
 //! - [`app`] and [`AppState`]: the router, testable without a socket;
 //! - [`openapi_document`]: the OpenAPI 3.1 document of the HTTP API.
 
+mod args;
 mod auth;
 mod config;
 mod db;
@@ -16,6 +17,7 @@ mod error;
 mod failover;
 mod http;
 mod metrics;
+mod secret;
 mod services;
 mod state;
 mod waiters;
@@ -26,10 +28,11 @@ use std::time::Duration;
 use axum::serve::ListenerExt as _;
 
 pub use auth::settings::{AuthConfig, JwtAlgorithm};
-pub use config::{defaults, Config, LogFormat, Secret, SubscriptionMode, WebappRoot};
+pub use config::{defaults, Config, LogFormat, SubscriptionMode, WebappRoot};
 pub use error::Error;
 pub use http::app;
 pub use http::openapi::document_text as openapi_document;
+pub use secret::Secret;
 pub use state::AppState;
 
 /// Time given to closing after the grace period is used up by open requests.

@@ -80,11 +80,7 @@ impl AppState {
         let failover = Failover::start(&config, &db, &waiters, &metrics, &switches);
         let services = Services::start(
             ConnectSettings::new(&config, "jobs")?,
-            JobSettings {
-                sweep_interval: Duration::from_millis(config.lease_sweep_interval_ms),
-                policy: config.policy_settings(),
-                stats: config.stats_settings(),
-            },
+            JobSettings::new(&config),
             db.clone(),
             waiters.clone(),
             failover.clone(),

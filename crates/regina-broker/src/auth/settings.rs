@@ -2,7 +2,8 @@
 //! of
 //! `regina serve` flags and environment variables.
 
-use crate::config::Secret;
+use crate::args::{command_line_defaults, parse_flag};
+use crate::secret::Secret;
 
 /// The default of every authentication setting with one, as the command line takes it.
 pub mod defaults {
@@ -142,7 +143,7 @@ pub struct AuthConfig {
 impl Default for AuthConfig {
     /// The command line's defaults; reads no environment.
     fn default() -> Self {
-        crate::config::command_line_defaults()
+        command_line_defaults()
     }
 }
 
@@ -176,17 +177,6 @@ impl SkipPaths {
     }
 }
 
-/// `true/1/yes/on` or `false/0/no/off`, case-insensitive (http-api.md §7).
-pub(crate) fn parse_flag(text: &str) -> Result<bool, String> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "true" | "1" | "yes" | "on" => Ok(true),
-        "false" | "0" | "no" | "off" => Ok(false),
-        other => Err(format!(
-            "not a boolean: {other:?} (true/false, 1/0, yes/no, on/off)"
-        )),
-    }
-}
-
 fn parse_secret(text: &str) -> Result<Secret, String> {
     Ok(Secret(text.to_owned()))
 }
@@ -210,10 +200,7 @@ mod tests {
     }
 
     #[test]
-    fn flags_and_algorithms_parse_the_spec_spellings() {
-        assert_eq!(parse_flag("ON"), Ok(true));
-        assert_eq!(parse_flag("0"), Ok(false));
-        assert!(parse_flag("maybe").is_err());
+    fn algorithms_parse_the_spec_spellings() {
         assert_eq!(JwtAlgorithm::parse("eddsa"), Ok(JwtAlgorithm::EdDsa));
         assert_eq!(JwtAlgorithm::parse("RS256"), Ok(JwtAlgorithm::Rs256));
         assert!(JwtAlgorithm::parse("ES256").is_err());

@@ -6,6 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 
 use crate::db::DbError;
+use crate::encryption::OpenError;
 use crate::failover::PushError;
 
 /// An error answer.
@@ -202,6 +203,27 @@ impl From<DbError> for ApiError {
                 Self::validation(format!("Invalid value: {message}"))
             }
             _ => Self::internal(&error),
+        }
+    }
+}
+
+impl From<OpenError> for ApiError {
+    fn from(error: OpenError) -> Self {
+        match error {
+            OpenError::NoKey => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "encryption_unavailable",
+                "Encrypted payloads cannot be read: no encryption key is configured",
+            ),
+            OpenError::Failed => {
+                tracing::error!("an encrypted payload failed authentication (wrong key?)");
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "decryption_failed",
+                    "An encrypted payload could not be decrypted",
+                )
+            }
+            OpenError::Malformed(detail) => ApiError::internal(detail),
         }
     }
 }

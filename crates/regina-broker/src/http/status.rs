@@ -21,6 +21,7 @@ use super::range::{RangeQuery, TimeRange};
 use super::resources::{queue_page, LABEL_CHARS_MAX};
 use crate::db::stats::{self, Refresh};
 use crate::engine::json::to_json;
+use crate::services::StatsSettings;
 use crate::state::AppState;
 
 /// An instance counts as a current worker while it wrote its metrics history within this many
@@ -231,7 +232,7 @@ pub(super) async fn refresh(State(state): State<AppState>) -> Result<Response, A
     let client = shared.stats_session.connect().await?;
     let outcome = stats::refresh(
         &client,
-        shared.config.stats_settings().batch,
+        StatsSettings::new(&shared.config).batch,
         &shared.worker_id,
         || true,
     )

@@ -20,6 +20,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_postgres::Client;
 
+use crate::config::Config;
 use crate::db::{ConnectSettings, Db};
 use crate::failover::Failover;
 use crate::metrics::Metrics;
@@ -36,6 +37,17 @@ pub(crate) struct JobSettings {
     pub(crate) policy: PolicySettings,
     /// The stats refresh.
     pub(crate) stats: StatsSettings,
+}
+
+impl JobSettings {
+    /// The leader's settings in `config`.
+    pub(crate) fn new(config: &Config) -> JobSettings {
+        JobSettings {
+            sweep_interval: Duration::from_millis(config.lease_sweep_interval_ms),
+            policy: PolicySettings::new(config),
+            stats: StatsSettings::new(config),
+        }
+    }
 }
 
 /// The running background services.

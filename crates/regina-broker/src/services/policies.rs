@@ -13,6 +13,7 @@ use time::OffsetDateTime;
 use tokio::sync::watch;
 use tokio_postgres::Client;
 
+use crate::config::Config;
 use crate::db::jobs::{self, Job};
 use crate::db::{ConnectSettings, DbError};
 use crate::metrics::Metrics;
@@ -44,6 +45,22 @@ pub(crate) struct PolicySettings {
     pub(crate) metrics_retention_days: i32,
     /// This instance's `WORKER_ID`, recorded with each pass.
     pub(crate) worker_id: String,
+}
+
+impl PolicySettings {
+    /// The jobs' settings in `config`.
+    pub(crate) fn new(config: &Config) -> PolicySettings {
+        PolicySettings {
+            retention_interval: Duration::from_millis(config.retention_interval_ms.max(1)),
+            retention_batch: i32::try_from(config.retention_batch_size.max(1)).unwrap_or(i32::MAX),
+            eviction_interval: Duration::from_millis(config.eviction_interval_ms.max(1)),
+            eviction_batch: i32::try_from(config.eviction_batch_size.max(1)).unwrap_or(i32::MAX),
+            cleanup_days: i32::try_from(config.partition_cleanup_days).unwrap_or(i32::MAX),
+            metrics_retention_days: i32::try_from(config.metrics_retention_days)
+                .unwrap_or(i32::MAX),
+            worker_id: config.worker_id(),
+        }
+    }
 }
 
 pub(super) async fn run(

@@ -9,6 +9,7 @@ use futures::future::BoxFuture;
 use tokio::sync::watch;
 use tokio_postgres::Client;
 
+use crate::config::Config;
 use crate::db::stats::{self, Refresh};
 use crate::db::{ConnectSettings, DbError};
 
@@ -24,6 +25,17 @@ pub(crate) struct StatsSettings {
     pub(crate) batch: i32,
     /// This instance's `WORKER_ID`, recorded with each pass.
     pub(crate) worker_id: String,
+}
+
+impl StatsSettings {
+    /// The refresh's settings in `config`.
+    pub(crate) fn new(config: &Config) -> StatsSettings {
+        StatsSettings {
+            interval: Duration::from_millis(config.stats_interval_ms.max(1)),
+            batch: i32::try_from(config.stats_batch_size.max(1)).unwrap_or(i32::MAX),
+            worker_id: config.worker_id(),
+        }
+    }
 }
 
 pub(super) async fn run(

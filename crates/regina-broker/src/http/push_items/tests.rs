@@ -131,7 +131,7 @@ fn result_statuses_are_read() {
 #[test]
 fn payloads_of_encrypting_queues_are_sealed_with_their_key_id() {
     let encryption = Encryption::from_config(&Config {
-        regina_encryption_key: Some(crate::config::Secret("ab".repeat(32))),
+        regina_encryption_key: Some(crate::secret::Secret("ab".repeat(32))),
         ..Config::default()
     })
     .expect("valid key");

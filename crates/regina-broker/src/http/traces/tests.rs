@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::config::Secret;
+use crate::secret::Secret;
 
 const P: &str = "01a2024a-e4e0-7688-9587-dea73d51b2c0";
 
