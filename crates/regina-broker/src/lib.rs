@@ -19,6 +19,7 @@ mod http;
 mod metrics;
 mod secret;
 mod services;
+mod site;
 mod state;
 mod waiters;
 

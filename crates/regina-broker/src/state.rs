@@ -14,10 +14,10 @@ use crate::encryption::Encryption;
 use crate::engine::Engine;
 use crate::error::Error;
 use crate::failover::{Failover, MaintenanceKind};
-use crate::http::webapp::Site;
 use crate::metrics::history::{HistoryWriter, Identity, Sources};
 use crate::metrics::Metrics;
 use crate::services::{JobSettings, Services};
+use crate::site::Site;
 use crate::waiters::Waiters;
 
 /// Everything a request handler needs; cheap to clone.

@@ -3,12 +3,11 @@
 //! client-side route opens the same page. Everything else keeps the API's JSON `404`.
 //!
 //! The files are those of `dashboard/dist`, embedded at build time, or a directory read at each
-//! request. A binary built before the dashboard was built serves a short page saying how to
+//! request (`crate::site`). A binary built before the dashboard was built serves a short page saying how to
 //! build it. Vite names the files under `assets/` by their content hash, so those are cached for
 //! ever; every other file is revalidated. Responses are gzip-compressed when the client accepts it.
 
 use std::borrow::Cow;
-use std::path::PathBuf;
 
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderValue, Method, StatusCode};
@@ -17,20 +16,11 @@ use axum::Router;
 use tower_http::compression::CompressionLayer;
 
 use super::OriginalPath;
-use crate::config::WebappRoot;
-use crate::error::Error;
+use crate::site::{Site, INDEX};
 use crate::state::AppState;
-
-/// `dashboard/dist` as it was when this crate was built; empty when it had not been built.
-#[derive(rust_embed::RustEmbed)]
-#[folder = "../../dashboard/dist"]
-#[allow_missing = true]
-struct BuiltIn;
 
 /// Path prefixes of the API: never the dashboard's, whatever the method (http-api.md §1.2).
 const API_PREFIXES: [&str; 4] = ["/api", "/streams", "/health", "/metrics"];
-/// The single page every client-side route is served.
-const INDEX: &str = "index.html";
 /// Vite writes content-hashed file names below this directory.
 const HASHED_DIR: &str = "assets/";
 const CACHE_IMMUTABLE: &str = "public, max-age=31536000, immutable";
@@ -49,50 +39,6 @@ code{background:#f3f4f6;padding:.1rem .3rem;border-radius:4px}</style></head>
 <p>The HTTP API answers under <code>/api/v1/</code>; <a href=\"/health\">/health</a> shows this instance.</p>
 </body></html>
 ";
-
-/// Where the dashboard's files come from, fixed at startup from `WEBAPP_ROOT`.
-#[derive(Clone, Debug)]
-pub(crate) enum Site {
-    /// The files embedded at build time.
-    BuiltIn,
-    /// The files of this directory.
-    Directory(PathBuf),
-    /// No dashboard.
-    Off,
-}
-
-impl Site {
-    /// The site of `WEBAPP_ROOT`.
-    ///
-    /// # Errors
-    /// [`Error::Config`] when a directory is named that holds no `index.html`.
-    pub(crate) fn open(root: &WebappRoot) -> Result<Site, Error> {
-        match root {
-            WebappRoot::BuiltIn => Ok(Site::BuiltIn),
-            WebappRoot::Off => Ok(Site::Off),
-            WebappRoot::Directory(dir) if dir.join(INDEX).is_file() => {
-                Ok(Site::Directory(dir.clone()))
-            }
-            WebappRoot::Directory(dir) => Err(Error::Config(format!(
-                "WEBAPP_ROOT: {} holds no {INDEX}",
-                dir.display()
-            ))),
-        }
-    }
-
-    /// The bytes of a file; `relative` is a checked relative path (see [`relative_path`]).
-    async fn file(&self, relative: &str) -> Option<Cow<'static, [u8]>> {
-        match self {
-            Site::BuiltIn => BuiltIn::get(relative).map(|file| file.data),
-            // Reading a directory fails, so only regular files (or links to them) are served.
-            Site::Directory(root) => tokio::fs::read(root.join(relative))
-                .await
-                .ok()
-                .map(Cow::Owned),
-            Site::Off => None,
-        }
-    }
-}
 
 /// Whether a request is the dashboard's to answer: a `GET` (or `HEAD`) whose path is not under
 /// `/api/`, `/streams/`, `/health` or `/metrics`. Such requests are public (http-api.md §1.6).
