@@ -16,6 +16,7 @@ mod engine;
 mod error;
 mod failover;
 mod http;
+mod maintenance;
 mod metrics;
 mod secret;
 mod services;

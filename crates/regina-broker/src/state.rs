@@ -13,7 +13,8 @@ use crate::db::{ConnectSettings, Db};
 use crate::encryption::Encryption;
 use crate::engine::Engine;
 use crate::error::Error;
-use crate::failover::{Failover, MaintenanceKind};
+use crate::failover::Failover;
+use crate::maintenance::Maintenance;
 use crate::metrics::history::{HistoryWriter, Identity, Sources};
 use crate::metrics::Metrics;
 use crate::services::{JobSettings, Services};
@@ -35,6 +36,8 @@ pub(crate) struct Shared {
     pub(crate) engine: Engine,
     pub(crate) waiters: Arc<Waiters>,
     pub(crate) failover: Arc<Failover>,
+    /// The maintenance switches in force on this instance.
+    pub(crate) maintenance: Arc<Maintenance>,
     pub(crate) inflight: Arc<Semaphore>,
     pub(crate) started: Instant,
     pub(crate) metrics: Arc<Metrics>,
@@ -70,20 +73,18 @@ impl AppState {
         let waiters = Arc::new(Waiters::new(config.longpoll_waiters_max));
         let engine = Engine::start(&db, &waiters, &metrics, &config);
         // The switches in force before serving; later changes arrive through the listener.
-        let switches: Vec<(MaintenanceKind, bool)> = db
-            .maintenance_get()
-            .await
-            .map_err(|e| Error::Connect(e.to_string()))?
-            .into_iter()
-            .filter_map(|(kind, enabled)| Some((MaintenanceKind::parse(&kind)?, enabled)))
-            .collect();
-        let failover = Failover::start(&config, &db, &waiters, &metrics, &switches);
+        let maintenance = Arc::new(
+            Maintenance::load(&db, &waiters)
+                .await
+                .map_err(|e| Error::Connect(e.to_string()))?,
+        );
+        let failover = Failover::start(&config, &db, &waiters, &metrics, &maintenance);
         let services = Services::start(
             ConnectSettings::new(&config, "jobs")?,
             JobSettings::new(&config),
             db.clone(),
             waiters.clone(),
-            failover.clone(),
+            maintenance.clone(),
             metrics.clone(),
         );
         if !services.listening(config.db_connection_timeout()).await {
@@ -105,6 +106,7 @@ impl AppState {
             engine,
             waiters,
             failover,
+            maintenance,
             started,
             metrics,
             encryption,

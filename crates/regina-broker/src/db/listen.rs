@@ -89,7 +89,7 @@ impl ConnectSettings {
                 .await
                 .map_err(|e| classify(&e))?;
             // Read after LISTEN: a switch changed in between is both read and announced.
-            for (kind, enabled) in super::failover::maintenance_read(&client).await? {
+            for (kind, enabled) in super::maintenance::maintenance_read(&client).await? {
                 let _ = sender.send(Notice::Maintenance { kind, enabled });
             }
             Ok::<_, DbError>((client, receiver))

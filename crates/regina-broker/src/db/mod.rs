@@ -10,6 +10,7 @@ mod failover;
 pub(crate) mod history;
 pub(crate) mod jobs;
 mod listen;
+mod maintenance;
 pub(crate) mod migrate;
 mod pool;
 pub(crate) mod stats;
@@ -124,7 +125,7 @@ impl Stmt {
                 "select idx, result::text from regina.failover_replay($1::text::jsonb, $2::text::json)"
             }
             Stmt::MaintenanceSet => "select regina.maintenance_set($1::text, $2::boolean)",
-            Stmt::MaintenanceGet => failover::MAINTENANCE_GET,
+            Stmt::MaintenanceGet => maintenance::MAINTENANCE_GET,
             Stmt::TraceRecord => "select regina.trace_record($1::text::jsonb, $2::text::json)::text",
             Stmt::StreamCycle => streams::CYCLE,
             Stmt::StreamStateGet => "select regina.stream_state_get($1::text::jsonb)::text",

@@ -26,7 +26,7 @@ pub(super) async fn run(failover: Arc<Failover>, mut stopped: watch::Receiver<bo
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
-            () = failover.wake.notified() => {}
+            () = failover.maintenance.push_resumed() => {}
             _ = stopped.changed() => return,
         }
         drain(&failover, &stopped).await;

@@ -8,13 +8,11 @@
 //! - `record`: one record's content (a push item with its ids);
 //! - `store`, `writer`, `recover`: the directory, group fsync and rotation, startup verification;
 //! - `batch`, `drainer`: records read back and replayed, progress markers;
-//! - `divert`: which items of a push go to the database and which to the buffer;
-//! - `maintenance`: the push and pop maintenance switches.
+//! - `divert`: which items of a push go to the database and which to the buffer.
 
 mod batch;
 mod divert;
 mod drainer;
-mod maintenance;
 mod record;
 mod recover;
 mod segment;
@@ -30,17 +28,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{watch, Notify};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub(crate) use divert::PushError;
-pub(crate) use maintenance::{Maintenance, MaintenanceKind};
 pub(crate) use store::BufferStats;
 use store::{Store, StoreSettings};
 
 use crate::config::Config;
 use crate::db::Db;
 use crate::engine::announce::Announcer;
+use crate::maintenance::Maintenance;
 use crate::metrics::{DbCallMetrics, Metrics};
 use crate::waiters::Waiters;
 
@@ -55,10 +53,11 @@ struct ReplaySettings {
     bytes_max: usize,
 }
 
-/// The failover buffer of this instance and the maintenance switches it applies.
+/// The failover buffer of this instance.
 pub(crate) struct Failover {
     store: Store,
-    maintenance: Maintenance,
+    /// Push maintenance diverts every push and pauses replay.
+    maintenance: Arc<Maintenance>,
     replay: ReplaySettings,
     db: Db,
     waiters: Arc<Waiters>,
@@ -66,23 +65,20 @@ pub(crate) struct Failover {
     metrics: Arc<Metrics>,
     /// `op="failover_replay"`.
     replay_calls: DbCallMetrics,
-    /// Wakes the drainer before its next tick.
-    wake: Notify,
     /// Whether the last database attempt reached PostgreSQL (for logging transitions).
     db_reachable: AtomicBool,
     drainer: Mutex<Option<(watch::Sender<bool>, JoinHandle<()>)>>,
 }
 
 impl Failover {
-    /// Opens the buffer directory (verifying what an earlier run left), applies the maintenance
-    /// `switches` in force, and starts the writer and the drainer, which replays anything
-    /// pending at once (unless push maintenance is on).
+    /// Opens the buffer directory (verifying what an earlier run left) and starts the writer and
+    /// the drainer, which replays anything pending at once (unless push maintenance is on).
     pub(crate) fn start(
         config: &Config,
         db: &Db,
         waiters: &Arc<Waiters>,
         metrics: &Arc<Metrics>,
-        switches: &[(MaintenanceKind, bool)],
+        maintenance: &Arc<Maintenance>,
     ) -> Arc<Failover> {
         let store = Store::open(StoreSettings {
             dir: PathBuf::from(&config.file_buffer_dir),
@@ -91,7 +87,7 @@ impl Failover {
         });
         let failover = Arc::new(Failover {
             store,
-            maintenance: Maintenance::default(),
+            maintenance: maintenance.clone(),
             replay: ReplaySettings {
                 flush: Duration::from_millis(config.file_buffer_flush_ms.max(1)),
                 records_max: config.file_buffer_max_batch,
@@ -102,13 +98,9 @@ impl Failover {
             announcer: Announcer::start(db.clone()),
             metrics: metrics.clone(),
             replay_calls: metrics.db_calls("failover_replay"),
-            wake: Notify::new(),
             db_reachable: AtomicBool::new(true),
             drainer: Mutex::new(None),
         });
-        for (kind, enabled) in switches {
-            failover.maintenance.set(*kind, *enabled);
-        }
         let (stop, stopped) = watch::channel(false);
         let task = tokio::spawn(drainer::run(failover.clone(), stopped));
         *failover
@@ -116,26 +108,6 @@ impl Failover {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some((stop, task));
         failover
-    }
-
-    /// The maintenance switches in force on this instance.
-    pub(crate) fn maintenance(&self) -> &Maintenance {
-        &self.maintenance
-    }
-
-    /// Applies a maintenance switch (from this instance's API call, the database at startup, or
-    /// another instance's announcement). Pop maintenance answers every parked pop `paused`;
-    /// turning push maintenance off resumes replay at once.
-    pub(crate) fn maintenance_apply(&self, kind: MaintenanceKind, enabled: bool) {
-        if !self.maintenance.set(kind, enabled) {
-            return;
-        }
-        tracing::info!(kind = kind.as_str(), enabled, "maintenance switched");
-        match (kind, enabled) {
-            (MaintenanceKind::Pop, true) => self.waiters.wake_all(),
-            (MaintenanceKind::Push, false) => self.wake.notify_one(),
-            _ => {}
-        }
     }
 
     /// Counters and sizes of the buffer.

@@ -25,7 +25,7 @@ pub(super) async fn buffer_stats(shared: &Shared) -> Value {
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:3]Z"
     );
     let oldest_at = stats.oldest_at.and_then(|t| t.format(&layout).ok());
-    let note = match (&stats.problem, shared.failover.maintenance().push_on()) {
+    let note = match (&stats.problem, shared.maintenance.push_on()) {
         (Some(problem), _) => Some(problem.clone()),
         (None, true) => {
             Some("push maintenance is on: pushes are buffered, replay is paused".into())

@@ -23,7 +23,7 @@ pub(super) async fn database_healthy(shared: &Shared) -> bool {
 pub(super) async fn health(State(state): State<AppState>) -> Response {
     let shared = state.get();
     let healthy = database_healthy(shared).await;
-    let maintenance = shared.failover.maintenance();
+    let maintenance = &shared.maintenance;
     let buffer = shared.failover.stats();
     let body = serde_json::json!({
         "status": if healthy { "healthy" } else { "unhealthy" },

@@ -12,15 +12,15 @@ use super::buffers::buffer_stats;
 use super::contract::fields::RequiredFlag;
 use super::contract::{Body, Contract};
 use super::error::{json_response, ApiError};
-use crate::failover::MaintenanceKind;
+use crate::maintenance::MaintenanceKind;
 use crate::state::{AppState, Shared};
 
 pub(super) async fn push_get(State(state): State<AppState>) -> Response {
     let shared = state.get();
     let stats = buffer_stats(shared).await;
     let body = serde_json::json!({
-        "maintenanceMode": shared.failover.maintenance().push_on(),
-        "popMaintenanceMode": shared.failover.maintenance().pop_on(),
+        "maintenanceMode": shared.maintenance.push_on(),
+        "popMaintenanceMode": shared.maintenance.pop_on(),
         "bufferedMessages": stats["pending"],
         "bufferHealthy": shared.failover.stats().healthy,
         "bufferStats": stats,
@@ -64,7 +64,7 @@ pub(super) async fn push_set(
 }
 
 pub(super) async fn pop_get(State(state): State<AppState>) -> Response {
-    let on = state.get().failover.maintenance().pop_on();
+    let on = state.get().maintenance.pop_on();
     json_response(StatusCode::OK, pop_body(on).to_string())
 }
 
@@ -89,7 +89,9 @@ fn pop_body(on: bool) -> serde_json::Value {
 
 /// Stores and announces the switch, then applies it here without waiting for the announcement.
 async fn switch(shared: &Shared, kind: MaintenanceKind, enabled: bool) -> Result<(), ApiError> {
-    shared.db.maintenance_set(kind.as_str(), enabled).await?;
-    shared.failover.maintenance_apply(kind, enabled);
-    Ok(())
+    shared
+        .maintenance
+        .switch(&shared.db, kind, enabled)
+        .await
+        .map_err(ApiError::from)
 }

@@ -88,7 +88,7 @@ async fn cluster_gauges(shared: &Shared) -> String {
 fn gauge_sample(shared: &Shared) -> GaugeSample {
     let pool = shared.db.stats();
     let buffer = shared.failover.stats();
-    let maintenance = shared.failover.maintenance();
+    let maintenance = &shared.maintenance;
     GaugeSample {
         pool_busy: (pool.size.saturating_sub(pool.idle)) as u64,
         pool_idle: pool.idle as u64,

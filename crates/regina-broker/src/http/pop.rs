@@ -243,7 +243,7 @@ pub(super) async fn pop_selector(
 async fn pop(state: &AppState, target: Target, query: PopQuery) -> Result<Response, ApiError> {
     let shared = state.get();
     let params = PopParams::new(query, target, &shared.config);
-    if shared.failover.maintenance().pop_on() {
+    if shared.maintenance.pop_on() {
         return Ok(params.empty_response("paused", shared.config.pop_empty_status));
     }
     let lease_id = Uuid::now_v7();
@@ -306,7 +306,7 @@ async fn long_poll(
         ApiError::overloaded("parked long-polls", shared.config.longpoll_waiters_max)
     })?;
     // Pop maintenance switched on before this waiter registered woke nobody here: look again.
-    if shared.failover.maintenance().pop_on() {
+    if shared.maintenance.pop_on() {
         return Ok(Err("paused".to_owned()));
     }
     // POP_TIMEOUT_MS_MAX is operator-set: an absurd value must not overflow the clock.
@@ -357,7 +357,7 @@ async fn long_poll(
         if shared.waiters.is_shutting_down() {
             return Ok(Err("shutdown".to_owned()));
         }
-        if shared.failover.maintenance().pop_on() {
+        if shared.maintenance.pop_on() {
             return Ok(Err("paused".to_owned()));
         }
         if woken {

@@ -8,14 +8,14 @@ use tokio::sync::watch;
 
 use super::{stop_requested, RECONNECT_DELAY};
 use crate::db::{ConnectSettings, Db, Notice};
-use crate::failover::{Failover, MaintenanceKind};
+use crate::maintenance::Maintenance;
 use crate::waiters::Waiters;
 
 pub(super) async fn run(
     settings: ConnectSettings,
     db: Db,
     waiters: Arc<Waiters>,
-    failover: Arc<Failover>,
+    maintenance: Arc<Maintenance>,
     listening: watch::Sender<bool>,
     mut stopped: watch::Receiver<bool>,
 ) {
@@ -31,10 +31,7 @@ pub(super) async fn run(
                         }
                         Some(Notice::Push(_)) => {}
                         Some(Notice::Maintenance { kind, enabled }) => {
-                            match MaintenanceKind::parse(&kind) {
-                                Some(kind) => failover.maintenance_apply(kind, enabled),
-                                None => tracing::warn!(%kind, "unknown maintenance switch"),
-                            }
+                            maintenance.announced(&kind, enabled);
                         }
                         None => break,
                     },

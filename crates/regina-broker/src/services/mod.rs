@@ -22,7 +22,7 @@ use tokio_postgres::Client;
 
 use crate::config::Config;
 use crate::db::{ConnectSettings, Db};
-use crate::failover::Failover;
+use crate::maintenance::Maintenance;
 use crate::metrics::Metrics;
 use crate::waiters::Waiters;
 
@@ -66,7 +66,7 @@ impl Services {
         jobs: JobSettings,
         db: Db,
         waiters: Arc<Waiters>,
-        failover: Arc<Failover>,
+        maintenance: Arc<Maintenance>,
         metrics: Arc<Metrics>,
     ) -> Services {
         let JobSettings {
@@ -95,7 +95,12 @@ impl Services {
             )),
             tokio::spawn(stats::run(settings.clone(), stats, leader, stopped.clone())),
             tokio::spawn(listener::run(
-                settings, db, waiters, failover, listen_up, stopped,
+                settings,
+                db,
+                waiters,
+                maintenance,
+                listen_up,
+                stopped,
             )),
         ];
         Services {

@@ -1,0 +1,45 @@
+//! Statements of the maintenance switches.
+
+use tokio_postgres::{Client, Row};
+
+use super::error::classify;
+use super::{Db, DbError, Stmt};
+
+/// Reads both maintenance switches.
+pub(super) const MAINTENANCE_GET: &str = "select kind, enabled from regina.maintenance_get()";
+
+fn switches(rows: &[Row]) -> Result<Vec<(String, bool)>, DbError> {
+    rows.iter()
+        .map(|r| {
+            Ok((
+                r.try_get(0).map_err(|e| DbError::Internal(e.to_string()))?,
+                r.try_get(1).map_err(|e| DbError::Internal(e.to_string()))?,
+            ))
+        })
+        .collect()
+}
+
+impl Db {
+    /// `regina.maintenance_set(kind, enabled)`: stores a switch and announces it to every
+    /// instance.
+    pub(crate) async fn maintenance_set(&self, kind: &str, enabled: bool) -> Result<(), DbError> {
+        self.query(Stmt::MaintenanceSet, &[&kind, &enabled])
+            .await
+            .map(drop)
+    }
+
+    /// The stored maintenance switches: `(kind, enabled)`.
+    pub(crate) async fn maintenance_get(&self) -> Result<Vec<(String, bool)>, DbError> {
+        switches(&self.query(Stmt::MaintenanceGet, &[]).await?)
+    }
+}
+
+/// The stored maintenance switches, read on a session of its own (the LISTEN session reads
+/// them each time it connects, so no announcement missed while disconnected is lost).
+pub(crate) async fn maintenance_read(client: &Client) -> Result<Vec<(String, bool)>, DbError> {
+    let rows = client
+        .query(MAINTENANCE_GET, &[])
+        .await
+        .map_err(|e| classify(&e))?;
+    switches(&rows)
+}
