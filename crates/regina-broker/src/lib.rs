@@ -18,6 +18,7 @@ mod failover;
 mod http;
 mod maintenance;
 mod metrics;
+mod push;
 mod secret;
 mod services;
 mod site;

@@ -7,11 +7,11 @@
 //! - `segment`: the file format (framing, checksums, verified reads);
 //! - `record`: one record's content (a push item with its ids);
 //! - `store`, `writer`, `recover`: the directory, group fsync and rotation, startup verification;
-//! - `batch`, `drainer`: records read back and replayed, progress markers;
-//! - `divert`: which items of a push go to the database and which to the buffer.
+//! - `batch`, `drainer`: records read back and replayed, progress markers.
+//!
+//! Which items of a push come here is the push path's to decide (`crate::push`).
 
 mod batch;
-mod divert;
 mod drainer;
 mod record;
 mod recover;
@@ -31,13 +31,13 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-pub(crate) use divert::PushError;
-pub(crate) use store::BufferStats;
+pub(crate) use store::{Admission, BufferStats, BufferUnavailable};
 use store::{Store, StoreSettings};
 
 use crate::config::Config;
 use crate::db::Db;
 use crate::engine::announce::Announcer;
+use crate::engine::PushItem;
 use crate::maintenance::Maintenance;
 use crate::metrics::{DbCallMetrics, Metrics};
 use crate::waiters::Waiters;
@@ -115,8 +115,34 @@ impl Failover {
         self.store.stats()
     }
 
+    /// For each item, whether its partition has records in this buffer: such items must be
+    /// buffered behind them (http-api.md §4.14).
+    pub(crate) fn blocked(&self, items: &[PushItem]) -> Vec<bool> {
+        self.store.blocked(items)
+    }
+
+    /// Takes room for `items` in the buffer, or refuses them all; the room is given back unless
+    /// the admission is written.
+    ///
+    /// # Errors
+    /// [`BufferUnavailable`]: the buffer is full or unusable.
+    pub(crate) fn admit<'a>(
+        &self,
+        items: impl Iterator<Item = &'a PushItem>,
+    ) -> Result<Admission, BufferUnavailable> {
+        self.store.admit(items)
+    }
+
+    /// Appends admitted records; returns once they are fsync'd.
+    ///
+    /// # Errors
+    /// [`BufferUnavailable`]: the write failed or the writer is closed.
+    pub(crate) async fn write(&self, admission: Admission) -> Result<(), BufferUnavailable> {
+        self.store.write(admission).await
+    }
+
     /// Notes whether a database attempt reached PostgreSQL, logging the transitions.
-    fn db_reached(&self, reached: bool) {
+    pub(crate) fn db_reached(&self, reached: bool) {
         if self.db_reachable.swap(reached, Ordering::Relaxed) != reached {
             if reached {
                 tracing::info!("PostgreSQL reachable again");

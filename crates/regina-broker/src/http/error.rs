@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::db::DbError;
 use crate::encryption::OpenError;
-use crate::failover::PushError;
+use crate::push::PushError;
 
 /// An error answer.
 #[derive(Debug, Serialize)]

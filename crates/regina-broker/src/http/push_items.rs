@@ -20,6 +20,7 @@ use super::error::ApiError;
 use crate::encryption::Encryption;
 use crate::engine::json::to_json;
 use crate::engine::PushItem;
+use crate::push::PushError;
 use crate::state::Shared;
 
 /// `transactionId`: 1–255 characters; `traceId`: up to 128 (http-api.md §6).
@@ -218,8 +219,7 @@ pub(crate) async fn store(
 ) -> Result<Vec<String>, ApiError> {
     let encryption = &shared.encryption;
     let request = render(items, encryption, |queue| encryption.queue_encrypts(queue));
-    // The failover module decides which items go to the database and which to the buffer (§4.14).
-    let mut results = shared.failover.push(&shared.engine, request.into()).await?;
+    let mut results = push(shared, request).await?;
     let refused: Vec<usize> = (0..results.len())
         .filter(|&i| EntryStatus::of(&results[i]).code.as_deref() == Some(ENCRYPTION_REQUIRED))
         .collect();
@@ -236,11 +236,18 @@ pub(crate) async fn store(
         return Ok(results);
     }
     let again = render(refused.iter().map(|&i| &items[i]), encryption, |_| true);
-    let retried = shared.failover.push(&shared.engine, again.into()).await?;
+    let retried = push(shared, again).await?;
     for (i, entry) in refused.into_iter().zip(retried) {
         results[i] = entry;
     }
     Ok(results)
+}
+
+/// Stores rendered items through the push path (which buffers them when they cannot reach the
+/// database in order, http-api.md §4.14).
+async fn push(shared: &Shared, items: Vec<PushItem>) -> Result<Vec<String>, PushError> {
+    let (engine, buffer, maintenance) = (&shared.engine, &shared.failover, &shared.maintenance);
+    crate::push::store(engine, buffer, maintenance, items.into()).await
 }
 
 /// The in-band entry of an item that could not be sealed for want of a key.

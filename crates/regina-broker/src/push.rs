@@ -1,16 +1,19 @@
-//! Where the items of a push go (http-api.md §4.14): to the database, or to the buffer when
-//! PostgreSQL is unreachable, during push maintenance, or — per partition — while the partition has
-//! records in this instance's buffer, so that nothing this instance acknowledged is overtaken.
+//! The push path (http-api.md §3.3, §4.14): the items of one validated push are stored through the
+//! engine's push batcher, in one fused call with other pushes. The failover buffer of this
+//! instance is a step the path takes only when the database cannot take the items in order: while
+//! push maintenance is on, when PostgreSQL cannot be reached, and — per partition — while the
+//! partition has records in the buffer, so that nothing this instance acknowledged is overtaken.
+//! Buffered items are answered `buffered`; the drainer of the buffer replays them later.
 
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use super::store::{Admission, BufferUnavailable};
-use super::Failover;
 use crate::db::DbError;
 use crate::engine::json::to_json;
 use crate::engine::{Engine, PushItem, PushRequest};
+use crate::failover::{BufferUnavailable, Failover};
+use crate::maintenance::Maintenance;
 
 /// Why a push was not taken; nothing of it was stored by this call.
 #[derive(Debug)]
@@ -50,78 +53,67 @@ fn buffered_entry(item: &PushItem) -> String {
     })
 }
 
-impl Failover {
-    /// Stores the items of one validated push request; one wire entry per item, in order.
-    ///
-    /// # Errors
-    /// [`PushError`]: the database failed without being unreachable, or the buffer was needed
-    /// and could not take the items. In both cases this call stored nothing.
-    pub(crate) async fn push(
-        &self,
-        engine: &Engine,
-        items: Arc<[PushItem]>,
-    ) -> Result<Vec<String>, PushError> {
-        if self.maintenance.push_on() {
-            return self.buffer_all(&items).await;
-        }
-        let blocked = self.store.blocked(&items);
-        if blocked.iter().all(|b| *b) {
-            return self.buffer_all(&items).await;
-        }
-        // Room for the blocked items is taken first, so that a full buffer refuses the request
-        // before any of it is stored.
-        let held = match blocked.iter().any(|b| *b) {
-            true => Some(self.admit(&items, &blocked, true)?),
-            false => None,
-        };
-        let direct: Arc<[PushItem]> = match held {
-            Some(_) => select(&items, &blocked, false).cloned().collect(),
-            None => items.clone(),
-        };
-        let outcome = engine
-            .push(PushRequest {
-                items: direct.clone(),
-            })
-            .await;
-        match outcome {
-            Ok(stored) => {
-                self.db_reached(true);
-                if let Some(held) = held {
-                    self.store.write(held).await?;
-                }
-                Ok(merge(&items, &blocked, stored))
+/// Stores the items of one validated push request; one wire entry per item, in order.
+///
+/// # Errors
+/// [`PushError`]: the database failed without being unreachable, or the buffer was needed and
+/// could not take the items. In both cases this call stored nothing.
+pub(crate) async fn store(
+    engine: &Engine,
+    buffer: &Failover,
+    maintenance: &Maintenance,
+    items: Arc<[PushItem]>,
+) -> Result<Vec<String>, PushError> {
+    if maintenance.push_on() {
+        return buffer_all(buffer, &items).await;
+    }
+    let blocked = buffer.blocked(&items);
+    if blocked.iter().all(|b| *b) {
+        return buffer_all(buffer, &items).await;
+    }
+    // Room for the blocked items is taken first, so that a full buffer refuses the request
+    // before any of it is stored.
+    let held = match blocked.iter().any(|b| *b) {
+        true => Some(buffer.admit(select(&items, &blocked, true))?),
+        false => None,
+    };
+    let direct: Arc<[PushItem]> = match held {
+        Some(_) => select(&items, &blocked, false).cloned().collect(),
+        None => items.clone(),
+    };
+    let outcome = engine
+        .push(PushRequest {
+            items: direct.clone(),
+        })
+        .await;
+    match outcome {
+        Ok(stored) => {
+            buffer.db_reached(true);
+            if let Some(held) = held {
+                buffer.write(held).await?;
             }
-            // Lost, refused or never reached: the commit is unknown or did not happen; the ids
-            // fixed at the edge make a replay of a push that did commit a duplicate.
-            Err(DbError::Unavailable(reason)) => {
-                tracing::debug!(%reason, "push diverted to the failover buffer");
-                self.db_reached(false);
-                let mut admission = self.admit(&items, &blocked, false)?;
-                if let Some(held) = held {
-                    admission.absorb(held);
-                }
-                self.store.write(admission).await?;
-                Ok(items.iter().map(buffered_entry).collect())
-            }
-            Err(error) => Err(PushError::Db(error)),
+            Ok(merge(&items, &blocked, stored))
         }
+        // Lost, refused or never reached: the commit is unknown or did not happen; the ids
+        // fixed at the edge make a replay of a push that did commit a duplicate.
+        Err(DbError::Unavailable(reason)) => {
+            tracing::debug!(%reason, "push diverted to the failover buffer");
+            buffer.db_reached(false);
+            let mut admission = buffer.admit(select(&items, &blocked, false))?;
+            if let Some(held) = held {
+                admission.absorb(held);
+            }
+            buffer.write(admission).await?;
+            Ok(items.iter().map(buffered_entry).collect())
+        }
+        Err(error) => Err(PushError::Db(error)),
     }
+}
 
-    async fn buffer_all(&self, items: &[PushItem]) -> Result<Vec<String>, PushError> {
-        let admission = self.store.admit(items.iter())?;
-        self.store.write(admission).await?;
-        Ok(items.iter().map(buffered_entry).collect())
-    }
-
-    /// Admits the items whose `blocked` flag equals `which`.
-    fn admit(
-        &self,
-        items: &[PushItem],
-        blocked: &[bool],
-        which: bool,
-    ) -> Result<Admission, BufferUnavailable> {
-        self.store.admit(select(items, blocked, which))
-    }
+async fn buffer_all(buffer: &Failover, items: &[PushItem]) -> Result<Vec<String>, PushError> {
+    let admission = buffer.admit(items.iter())?;
+    buffer.write(admission).await?;
+    Ok(items.iter().map(buffered_entry).collect())
 }
 
 /// The items whose flag equals `which`, in order.
