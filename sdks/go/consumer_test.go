@@ -322,7 +322,7 @@ func TestAutoAckConsumerNeedsNoAcks(t *testing.T) {
 
 func TestAnInvalidConsumerSettingEndsConsumeWithTheBrokersError(t *testing.T) {
 	c := liveClient(t)
-	sum, err := c.Queue(uniqueName("go-invalid")).Group("g").SubscriptionMode("sideways").IdleTimeout(5*time.Second).
+	sum, err := c.Queue(uniqueName("go-invalid")).Group("g").Partitions(1_000_000).IdleTimeout(5*time.Second).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error { return nil })
 	var e *regina.Error
 	if !errors.As(err, &e) || e.Status != 400 || sum.StoppedBy != regina.StopError {
