@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs a command against a live Regina: starts a throw-away PostgreSQL cluster and a broker on free
 # loopback ports, exports REGINA_URL, runs the command, then stops both (whatever the outcome).
+# The broker re-checks parked pops only on events (LONGPOLL_RECHECK_MS=0 unless set): a test whose
+# long-poll is answered before its timeout knows the wake-up it waits for did it.
 #
 # Usage: sdks/run-tests.sh COMMAND [ARGS...]
 #   REGINA_BIN  the broker binary to run (default: build target/release/regina with cargo)
@@ -46,11 +48,13 @@ trap cleanup EXIT INT TERM
 
 broker_port=$(free_port)
 DATABASE_URL="postgres://postgres@127.0.0.1:$pg_port/postgres" HOST=127.0.0.1 PORT=$broker_port \
-  FILE_BUFFER_DIR="$work/buffer" LOG_LEVEL=warn "$REGINA_BIN" serve >"$work/broker.log" 2>&1 &
+  FILE_BUFFER_DIR="$work/buffer" LOG_LEVEL=warn LONGPOLL_RECHECK_MS=${LONGPOLL_RECHECK_MS:-0} \
+  "$REGINA_BIN" serve >"$work/broker.log" 2>&1 &
 broker_pid=$!
 
 export REGINA_URL="http://127.0.0.1:$broker_port"
-for _ in $(seq 1 100); do
+# A minute: migrating a fresh database can take a while on a busy machine.
+for _ in $(seq 1 600); do
   curl -fsS "$REGINA_URL/health" >/dev/null 2>&1 && break
   kill -0 "$broker_pid" 2>/dev/null || { echo "run-tests: the broker exited" >&2; exit 1; }
   sleep 0.1

@@ -185,11 +185,9 @@ describe("dashboard", () => {
     const started = performance.now();
     await page.goto(`/queues/${FLEET}`);
     const pager = page.getByTestId("pager");
-    await pager
-      .getByText(`1–25 of ${(LARGE_PARTITIONS + 1).toLocaleString("en-US")}`)
-      .waitFor({ timeout: 30_000 });
+    await pager.getByText(`1–25 of ${(LARGE_PARTITIONS + 1).toLocaleString("en-US")}`).waitFor();
     const partitionsMillis = performance.now() - started;
-    await stat(page.getByTestId("queue-totals"), "Partitions").waitFor({ timeout: 30_000 });
+    await stat(page.getByTestId("queue-totals"), "Partitions").waitFor();
     const totalsMillis = performance.now() - started;
     await screenshot(page, "queue-100k-partitions");
 
@@ -204,7 +202,7 @@ describe("dashboard", () => {
 
     const lastStarted = performance.now();
     await page.goto(`/queues/${FLEET}?offset=99976`);
-    await pager.getByText("99,977–100,001 of 100,001").waitFor({ timeout: 30_000 });
+    await pager.getByText("99,977–100,001 of 100,001").waitFor();
     const lastPageMillis = performance.now() - lastStarted;
     t.diagnostic(
       `100k-partition queue page: partitions listed in ${Math.round(partitionsMillis)} ms, totals in ${Math.round(totalsMillis)} ms; ` +
@@ -478,7 +476,7 @@ describe("dashboard", () => {
     await confirm("Turn on");
     await popSwitch.getByText("on", { exact: true }).waitFor();
     assert.equal((await ok("GET", "/api/v1/system/maintenance/pop")).body.popMaintenanceMode, true);
-    await page.getByTestId("health").getByText("pop maintenance").waitFor({ timeout: 15_000 });
+    await page.getByTestId("health").getByText("pop maintenance").waitFor();
     await screenshot(page, "maintenance");
 
     await push.getByRole("button", { name: "Turn off" }).click();

@@ -18,6 +18,13 @@ export const SCREENSHOTS = resolve(
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 
+/**
+ * How long any wait of a page (an element, a navigation, a load state) may last before the test
+ * fails: a guard against a broken page, never a claim about speed, so it is generous (test machines
+ * are busy) and the same for every wait. Matches the Rust test kit's `DEADLINE`.
+ */
+export const WAIT_MILLIS = 60_000;
+
 /** One HTTP answer: status, headers and the parsed JSON body (null when empty). */
 export interface Reply {
   status: number;
@@ -87,7 +94,8 @@ export async function launch(): Promise<{ context: BrowserContext; close: () => 
 /** A new tab (its own sessionStorage) that records uncaught page errors. */
 export async function newPage(context: BrowserContext): Promise<{ page: Page; errors: string[] }> {
   const page = await context.newPage();
-  page.setDefaultTimeout(15_000);
+  page.setDefaultTimeout(WAIT_MILLIS);
+  page.setDefaultNavigationTimeout(WAIT_MILLIS);
   const errors: string[] = [];
   page.on("pageerror", (error) => errors.push(error.message));
   return { page, errors };

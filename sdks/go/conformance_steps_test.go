@@ -90,7 +90,8 @@ func (r *conformance) bufferedPush(ctx context.Context, s map[string]any) (any, 
 
 func (r *conformance) renew(ctx context.Context, s map[string]any) (any, error) {
 	c := r.client
-	res, err := c.Renew(ctx, r.ref(s))
+	m := r.ref(s)
+	res, err := c.RenewLease(ctx, m.LeaseID, time.Duration(num(s, "seconds", 0))*time.Second)
 	if err != nil {
 		return nil, err
 	}

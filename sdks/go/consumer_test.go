@@ -180,6 +180,8 @@ func TestLimitStopsAfterExactlyThatManyMessages(t *testing.T) {
 	}
 }
 
+// Without the idle time its long-polls would last DefaultPopWait (30 s) and the test's context
+// would end the consumer first: only the idle time can stop it with StopIdle.
 func TestIdleTimeoutStopsAnIdleConsumer(t *testing.T) {
 	c := liveClient(t)
 	start := time.Now()
@@ -194,8 +196,8 @@ func TestIdleTimeoutStopsAnIdleConsumer(t *testing.T) {
 	if sum.StoppedBy != regina.StopIdle || sum.Messages != 0 {
 		t.Fatalf("summary %+v", sum)
 	}
-	if d := time.Since(start); d < 300*time.Millisecond || d > 3*time.Second {
-		t.Fatalf("stopped after %s, want about 300ms", d)
+	if d := time.Since(start); d < 300*time.Millisecond {
+		t.Fatalf("stopped after %s, before its idle time of 300ms", d)
 	}
 }
 
@@ -233,7 +235,7 @@ func TestCancellingStopsGracefully(t *testing.T) {
 		if out.err != nil || out.sum != (regina.ConsumeSummary{Messages: 1, StoppedBy: regina.StopCancelled}) {
 			t.Fatalf("Consume returned %+v, %v after a cancellation", out.sum, out.err)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatal("Consume did not stop")
 	}
 	if calls.Load() != 1 || handlerCtxErr != nil {
@@ -249,12 +251,14 @@ func TestCancellingStopsGracefully(t *testing.T) {
 
 func TestLeaseRenewalKeepsLongWorkLeased(t *testing.T) {
 	c := liveClient(t)
-	q := seed(t, c, 1, "p", regina.LeaseTime(time.Second))
+	// A renewal every 0.3 s keeps a 3 s lease (each has seconds to arrive) while the handler
+	// outlasts it.
+	q := seed(t, c, 1, "p", regina.LeaseTime(3*time.Second))
 	var calls atomic.Int32
 	_, err := c.Queue(q).Group("g").Limit(1).RenewLease(true, 300*time.Millisecond).OnError(failOnError(t)).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error {
 			calls.Add(1)
-			time.Sleep(2500 * time.Millisecond) // two and a half lease times
+			time.Sleep(4 * time.Second) // past the lease as it was before the renewals
 			return nil
 		})
 	if err != nil {
@@ -322,7 +326,9 @@ func TestAutoAckConsumerNeedsNoAcks(t *testing.T) {
 
 func TestAnInvalidConsumerSettingEndsConsumeWithTheBrokersError(t *testing.T) {
 	c := liveClient(t)
-	sum, err := c.Queue(uniqueName("go-invalid")).Group("g").SubscriptionMode("sideways").IdleTimeout(5*time.Second).
+	// A batch beyond the broker's POP_BATCH_MAX (10 000 by default) is refused with a 400. (Any
+	// subscriptionMode value is accepted: an unknown one means "all".)
+	sum, err := c.Queue(uniqueName("go-invalid")).Group("g").Batch(10_001).IdleTimeout(5*time.Second).
 		Consume(testContext(t, 30*time.Second), func(context.Context, *regina.Message) error { return nil })
 	var e *regina.Error
 	if !errors.As(err, &e) || e.Status != 400 || sum.StoppedBy != regina.StopError {

@@ -87,16 +87,20 @@ $$;
 -- push that reads subscriptions after this either sees it or ran before it looked at the
 -- partitions (see _subscription_start). `no key update`: creating a cursor (key share) need not
 -- wait. Already held locks (a transaction that pushes twice) cost nothing.
+--
+-- One keyed lookup per id, in sorted order: a single scan with `id = any (ids)` would, after
+-- every lock it had to wait for, re-check the row by re-running its array scan, which sorts the
+-- whole array again (quadratic in the partitions of a push that meets contention).
 create or replace function regina._push_lock(i_partition_ids bigint[]) returns integer
 language plpgsql as $$
 declare
     v_locked integer;
 begin
     lock table regina.partitions in row exclusive mode;
-    perform 1 from regina.partitions p
-    where p.id = any (i_partition_ids)
-    order by p.id
-    for no key update;
+    perform 1
+    from (select distinct x.id from unnest(i_partition_ids) x(id) order by x.id) k
+    cross join lateral (select 1 from regina.partitions p where p.id = k.id
+                        for no key update) l;
     get diagnostics v_locked = row_count;
     return v_locked;
 end

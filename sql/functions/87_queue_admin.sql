@@ -31,17 +31,18 @@ begin
 end
 $$;
 
--- DELETE /api/v1/queues/:queue/clear: deletes every message (with its trace events) and dead
--- letter of the queue, moves every cursor to the end of its partition and ends its lease (the
--- lease id stays, so acks under it answer lease_expired), and drops the queue's ready rows: nothing
--- is left to claim. The configuration, partitions, subscriptions and groups stay. Returns null for
--- an unknown queue; otherwise the response body and the groups whose leases ended (their waiters
--- should retry).
-create or replace function regina.queue_clear(i_queue text)
-returns table (result json, wake_groups text[])
+-- Empties a queue, or one partition of it (i_partition; Queen's admin clients clear a partition
+-- this way), and keeps it: deletes its messages, dead letters and traces, moves every group's
+-- cursor to the end of each partition (lag 0) and ends active leases; configuration,
+-- partitions, groups and subscriptions stay. No row for an unknown queue; `partition_missing`
+-- for an unknown partition (nothing cleared). wake_groups: the groups whose leases ended.
+select regina._drop_outdated('regina.queue_clear(text)', 'i_partition');
+create or replace function regina.queue_clear(i_queue text, i_partition text default null)
+returns table (result json, wake_groups text[], partition_missing boolean)
 language plpgsql as $$
 declare
     v_q regina.queues;
+    v_partition_ids bigint[];
     v_messages bigint;
     v_dead bigint;
 begin
@@ -51,29 +52,41 @@ begin
     if not found then
         return;
     end if;
-    perform 1 from regina.partitions p where p.queue_id = v_q.id order by p.id for update;
-    perform 1 from regina.cursors c where c.queue_id = v_q.id
+    v_partition_ids := array(select p.id from regina.partitions p
+                             where p.queue_id = v_q.id
+                               and (i_partition is null or p.name = i_partition)
+                             order by p.id);
+    partition_missing := i_partition is not null and cardinality(v_partition_ids) = 0;
+    if partition_missing then
+        return next;
+        return;
+    end if;
+    perform 1 from regina.partitions p where p.id = any (v_partition_ids) order by p.id for update;
+    perform 1 from regina.cursors c where c.partition_id = any (v_partition_ids)
     order by c.partition_id, c.consumer_group for update;
     wake_groups := array(select distinct c.consumer_group from regina.cursors c
-                         where c.queue_id = v_q.id and c.lease_active order by 1);
+                         where c.partition_id = any (v_partition_ids) and c.lease_active
+                         order by 1);
     -- Along the primary key, partition by partition: a join let the planner read every message.
-    delete from regina.messages m
-    where m.partition_id = any (array(select p.id from regina.partitions p where p.queue_id = v_q.id));
+    delete from regina.messages m where m.partition_id = any (v_partition_ids);
     get diagnostics v_messages = row_count;
-    perform regina._traces_forget(p.id) from regina.partitions p where p.queue_id = v_q.id;
-    delete from regina.dead_letters d where d.queue_id = v_q.id;
+    perform regina._traces_forget(x.id) from unnest(v_partition_ids) x(id);
+    delete from regina.dead_letters d
+    where d.queue_id = v_q.id and d.partition_id = any (v_partition_ids);
     get diagnostics v_dead = row_count;
     update regina.cursors c
     set next_seq = p.next_seq, marks = '{}', lease_marks = '{}', head_attempts = 0,
         head_error = null, retry_after = null, lease_active = false
     from regina.partitions p
-    where c.queue_id = v_q.id and p.id = c.partition_id;
+    where c.partition_id = any (v_partition_ids) and p.id = c.partition_id;
     -- Every group's head is at its partition's end and no message is left, under the partitions'
     -- row locks: the ready rows may go (migrations/0002_ready.sql).
-    delete from regina.ready r where r.queue_id = v_q.id;
+    delete from regina.ready r where r.partition_id = any (v_partition_ids);
     perform regina._trace_names_settle();
-    result := json_build_object('success', true, 'cleared', true, 'queue', v_q.name,
-                                'deletedMessages', v_messages, 'deletedDlq', v_dead);
+    result := (jsonb_build_object('success', true, 'cleared', true, 'queue', v_q.name)
+               || case when i_partition is null then '{}'::jsonb
+                       else jsonb_build_object('partition', i_partition) end
+               || jsonb_build_object('deletedMessages', v_messages, 'deletedDlq', v_dead))::json;
     return next;
 end
 $$;

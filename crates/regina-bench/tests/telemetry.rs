@@ -1,5 +1,8 @@
 //! The telemetry sampler against a real database under a little load: samples arrive, and the
 //! before/after readings see the pushed rows, the WAL they wrote and the CPU PostgreSQL spent.
+//!
+//! How many samples fall inside the load, and whether one catches a session at work, depends on
+//! how the machine schedules the sampler: a run that saw too little to tell is made again.
 
 use std::time::{Duration, Instant};
 
@@ -43,29 +46,36 @@ async fn telemetry_sees_the_load() {
     assert!(env.postgres_version.starts_with("PostgreSQL"), "{env:?}");
     assert!(env.postgres_settings.contains_key("shared_buffers"));
 
-    let run = Telemetry::start(TelemetryConfig {
-        database_url: broker.database_url.clone(),
-        broker_pid: Some(std::process::id()),
-        postgres: PostgresPids::ByName,
-        interval: Duration::from_millis(200),
-    })
-    .await
-    .expect("start telemetry");
-    let calls: u64 = futures::future::join_all((0..WRITERS).map(|i| writer(&broker, i)))
+    let report = regina_testkit::conclusive("samples that saw the load", |_| async {
+        let run = Telemetry::start(TelemetryConfig {
+            database_url: broker.database_url.clone(),
+            broker_pid: Some(std::process::id()),
+            postgres: PostgresPids::ByName,
+            interval: Duration::from_millis(200),
+        })
         .await
-        .into_iter()
-        .sum();
-    assert!(calls > 0);
-    // A little idle time so that at least a few samples exist even if the load phase was slow
-    // to be scheduled.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let report = run.finish().await.expect("finish telemetry");
+        .expect("start telemetry");
+        let calls: u64 = futures::future::join_all((0..WRITERS).map(|i| writer(&broker, i)))
+            .await
+            .into_iter()
+            .sum();
+        assert!(calls > 0);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let report = run.finish().await.expect("finish telemetry");
+        let busy = report
+            .samples
+            .iter()
+            .any(|s| s.active_sessions.values().sum::<u32>() >= 1);
+        if report.samples.len() < 4 || !busy {
+            return Err(format!(
+                "{} samples, a session at work seen: {busy}",
+                report.samples.len()
+            ));
+        }
+        Ok(report)
+    })
+    .await;
 
-    assert!(
-        report.samples.len() >= 4,
-        "{} samples",
-        report.samples.len()
-    );
     let live = |tables: &[regina_bench::model::TableStats]| {
         tables
             .iter()
@@ -80,14 +90,6 @@ async fn telemetry_sees_the_load() {
     assert!(report.broker_rss_peak_bytes.is_some_and(|r| r > 0));
     assert!(report.broker_rss_start_bytes.is_some_and(|r| r > 0));
     assert!(report.broker_cpu_secs.is_some());
-    assert!(
-        report
-            .samples
-            .iter()
-            .any(|s| s.active_sessions.values().sum::<u32>() >= 1),
-        "no active session seen: {:?}",
-        report.samples
-    );
     assert!(report.wait_totals.values().sum::<u64>() >= 1);
     assert!(report.db_size_after_bytes > 0);
     let t: Vec<f64> = report.samples.iter().map(|s| s.t_secs).collect();

@@ -42,11 +42,19 @@ impl Cluster {
     }
 }
 
-/// Creates a fresh database `t_<uuid>` from the migrated template and returns its URL.
-pub(crate) async fn database_create() -> String {
+/// Creates a fresh database from the migrated template and returns its URL. Its name is
+/// `t_<pid>_<uuid>`, so that a later process can tell it from the databases of live ones and drop
+/// it if this process ends without doing so; with `keep` it is `t_keep_<uuid>` instead, and stays
+/// until the cluster is started again.
+pub(crate) async fn database_create(keep: bool) -> String {
     let cluster = cluster().await;
     let template = TEMPLATE.get_or_init(|| template_ensure(cluster)).await;
-    let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+    let id = uuid::Uuid::new_v4().simple();
+    let name = if keep {
+        format!("t_keep_{id}")
+    } else {
+        format!("t_{}_{id}", std::process::id())
+    };
     let admin = connect(&cluster.url("postgres")).await;
     let sql = format!("create database {name} template {template}");
     for attempt in 1.. {
@@ -61,6 +69,33 @@ pub(crate) async fn database_create() -> String {
         }
     }
     cluster.url(&name)
+}
+
+/// Drops the database at `database_url`, ending any session still on it.
+///
+/// # Errors
+/// PostgreSQL's message when the cluster cannot be reached or the database not dropped.
+pub(crate) async fn database_drop(database_url: &str) -> Result<(), String> {
+    let name = database_name(database_url);
+    let (admin, connection) =
+        tokio_postgres::connect(&admin_url(database_url), tokio_postgres::NoTls)
+            .await
+            .map_err(|e| format!("drop {name}: connect: {}", describe(&e)))?;
+    let connection = tokio::spawn(connection);
+    let sql = format!("drop database if exists \"{name}\" with (force)");
+    let outcome = admin
+        .batch_execute(&sql)
+        .await
+        .map_err(|e| format!("{sql}: {}", describe(&e)));
+    drop(admin);
+    let _ = connection.await;
+    outcome
+}
+
+/// The database name at the end of `database_url` (without query parameters).
+fn database_name(database_url: &str) -> &str {
+    let last = database_url.rsplit('/').next().unwrap_or(database_url);
+    last.split('?').next().unwrap_or(last)
 }
 
 /// The URL of the `postgres` database on the cluster holding `database_url`.
@@ -115,9 +150,56 @@ async fn cluster_start() -> Cluster {
     if db.started() {
         // Nothing can be using a cluster that was stopped: its databases are leftovers.
         stale_databases_drop(&cluster).await;
+    } else {
+        orphaned_databases_drop(&cluster).await;
     }
     drop(lock);
     cluster
+}
+
+/// Drops the databases of test processes that have ended (`t_<pid>_<uuid>` with no such
+/// process): a database is normally dropped when its test is done with it, but a process that
+/// exits leaves the last few behind. Best effort: a failure only warns.
+async fn orphaned_databases_drop(cluster: &Cluster) {
+    // Without /proc, whether a process lives cannot be told: leave everything.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let admin = connect(&cluster.url("postgres")).await;
+    let rows = match admin
+        .query(
+            r"select datname from pg_database where datname like 't\_%'",
+            &[],
+        )
+        .await
+    {
+        Ok(rows) => rows,
+        Err(e) => {
+            eprintln!("regina-testkit: list test databases: {}", describe(&e));
+            return;
+        }
+    };
+    for row in rows {
+        let name: String = row.get(0);
+        let Some(pid) = creator_pid(&name) else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        if let Err(e) = database_drop(&cluster.url(&name)).await {
+            eprintln!("regina-testkit: {e}");
+        }
+    }
+}
+
+/// The pid in a test database's name `t_<pid>_<uuid>`.
+fn creator_pid(name: &str) -> Option<u32> {
+    let (pid, id) = name.strip_prefix("t_")?.split_once('_')?;
+    if id.len() != 32 || !id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    pid.parse().ok()
 }
 
 async fn stale_databases_drop(cluster: &Cluster) {

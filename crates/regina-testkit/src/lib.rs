@@ -2,7 +2,9 @@
 //!
 //! [`TestBroker::start`] copies a fresh database from a migrated template on a shared private
 //! cluster (see `cluster`), runs `regina_broker::serve` on `127.0.0.1:0` and returns once
-//! `GET /health` answers 200. Nothing here ever stops the cluster; `make test` does at the end.
+//! `GET /health` answers 200. The database is dropped when the test is done with it (see
+//! [`TestDatabase`]; `REGINA_TEST_KEEP_DB=1` keeps it). Nothing here ever stops the cluster;
+//! `make test` does at the end.
 //! [`Api`] is the kits' HTTP client of the broker, and [`eventually`] (bounded by [`DEADLINE`])
 //! every wait for something that happens by itself.
 //!
@@ -17,12 +19,14 @@
 
 mod api;
 mod cluster;
+mod database;
 mod wait;
 
 use std::time::{Duration, Instant};
 
 pub use api::{enc, Api, Reply};
-pub use wait::{eventually, wait_until, DEADLINE};
+pub use database::{TestDatabase, KEEP_DB_VAR};
+pub use wait::{conclusive, eventually, wait_until, DEADLINE, PARKED_POP_TIMEOUT_MS};
 
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -37,6 +41,8 @@ pub struct TestBroker {
     pub base_url: String,
     /// URL of this broker's database (superuser, trust authentication).
     pub database_url: String,
+    /// The test kit's database this broker runs on (none for a database from elsewhere).
+    database: Option<TestDatabase>,
     shutdown: Option<oneshot::Sender<()>>,
     server: Option<JoinHandle<Result<(), regina_broker::Error>>>,
 }
@@ -55,12 +61,13 @@ impl TestBroker {
     /// # Panics
     /// As [`TestBroker::start`].
     pub async fn start_with(f: impl FnOnce(&mut regina_broker::Config)) -> TestBroker {
-        let database_url = cluster::database_create().await;
-        TestBroker::start_on(&database_url, f).await
+        let database = TestDatabase::create().await;
+        TestBroker::start_on(database.url(), f).await
     }
 
     /// Another broker on an existing test database (usually another broker's `database_url`),
-    /// with `f` applied to the default configuration.
+    /// with `f` applied to the default configuration. On a [`TestDatabase`] of this process, the
+    /// broker shares it: the database is dropped only once every broker and handle on it is gone.
     ///
     /// # Panics
     /// As [`TestBroker::start`].
@@ -84,6 +91,7 @@ impl TestBroker {
         let mut broker = TestBroker {
             base_url: format!("http://{address}"),
             database_url: database_url.to_owned(),
+            database: TestDatabase::find(database_url),
             shutdown: Some(shutdown),
             server: Some(server),
         };
@@ -119,7 +127,15 @@ impl TestBroker {
         cluster::connect(&cluster::admin_url(&self.database_url)).await
     }
 
-    /// Stops the broker gracefully and waits for its server task.
+    /// A handle on this broker's test database that keeps it after the broker is gone (to read
+    /// what the broker left behind); `None` for a database the test kit did not create.
+    pub fn database(&self) -> Option<TestDatabase> {
+        self.database.clone()
+    }
+
+    /// Stops the broker gracefully, waits for its server task, and then drops its database
+    /// unless another broker or a [`TestDatabase`] handle still uses it (or
+    /// `REGINA_TEST_KEEP_DB=1`).
     ///
     /// # Panics
     /// When the server task panicked or `serve` returned an error.
@@ -127,12 +143,18 @@ impl TestBroker {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());
         }
-        if let Some(server) = self.server.take() {
-            match server.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => panic!("regina-testkit: the broker failed: {e}"),
-                Err(e) => panic!("regina-testkit: the broker task failed: {e}"),
-            }
+        let outcome = match self.server.take() {
+            Some(server) => server.await,
+            None => Ok(Ok(())),
+        };
+        // The database goes even when the broker failed: the panic below fails the test anyway.
+        if let Some(database) = self.database.take() {
+            database.release().await;
+        }
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => panic!("regina-testkit: the broker failed: {e}"),
+            Err(e) => panic!("regina-testkit: the broker task failed: {e}"),
         }
     }
 
@@ -161,6 +183,8 @@ impl TestBroker {
 }
 
 impl Drop for TestBroker {
+    /// Stops the broker without waiting; its database, if this was its last user, is dropped by
+    /// the test kit's background thread (force-ending the sessions of a broker still stopping).
     fn drop(&mut self) {
         if let Some(shutdown) = self.shutdown.take() {
             let _ = shutdown.send(());

@@ -14,6 +14,13 @@ use tokio::time::Instant;
 /// How long any wait of the tests may last before the test fails.
 pub const DEADLINE: Duration = Duration::from_secs(60);
 
+/// Timeout, in milliseconds, of a long-poll pop that a test expects to be answered by an event
+/// (a push, an ack, a timer for a delay): long enough that a `204 timeout` means the event never
+/// woke it, not that the machine was slow. Tests that check that only the event can answer also
+/// turn the broker's periodic re-check off (`longpoll_recheck_ms = 0`). It stays below
+/// [`DEADLINE`] and below the request timeout of [`crate::http()`].
+pub const PARKED_POP_TIMEOUT_MS: u64 = 30_000;
+
 /// Pause between two checks of a waited-for condition.
 pub(crate) const POLL_INTERVAL: Duration = Duration::from_millis(20);
 
@@ -74,6 +81,33 @@ where
     .await;
 }
 
+/// Runs `attempt` with 0, 1, 2, … (so that each attempt can use names of its own) until one is
+/// conclusive, and returns its value.
+///
+/// For a check whose setup needs something to happen *before* a time limit the test does not
+/// control — a message must still be within its `ttl` or its delay when a request reads it — an
+/// attempt measures whether that held. If it did, the attempt asserts what must be true and
+/// returns `Ok`; if the machine was too slow for the attempt to tell, it returns `Err` with what
+/// it saw, and the next attempt starts afresh. An attempt never returns `Err` for a wrong answer:
+/// it asserts.
+///
+/// # Panics
+/// After [`DEADLINE`] without a conclusive attempt, naming `what` and the last `Err`.
+pub async fn conclusive<T, E, F, Fut>(what: &str, mut attempt: F) -> T
+where
+    E: Debug,
+    F: FnMut(u32) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+{
+    let mut next = 0;
+    eventually(&format!("a conclusive attempt: {what}"), || {
+        let n = next;
+        next += 1;
+        attempt(n)
+    })
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
@@ -110,6 +144,19 @@ mod tests {
             Err::<(), _>("no")
         })
         .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn attempts_are_numbered_until_one_is_conclusive() {
+        let got = conclusive("the third attempt", |n| async move {
+            if n == 2 {
+                Ok(n)
+            } else {
+                Err(format!("attempt {n} was too slow"))
+            }
+        })
+        .await;
+        assert_eq!(got, 2);
     }
 
     #[tokio::test(start_paused = true)]

@@ -155,7 +155,7 @@ def op_ack(sc: Scenario, step: dict[str, Any]) -> Any:
 
 
 def op_renew(sc: Scenario, step: dict[str, Any]) -> Any:
-    return {"success": sc.run(sc.client.renew(sc.refs(step)[0])).success}
+    return {"success": sc.run(sc.client.renew(sc.refs(step)[0], seconds=step.get("seconds"))).success}
 
 
 def op_transaction(sc: Scenario, step: dict[str, Any]) -> Any:

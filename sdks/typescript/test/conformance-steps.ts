@@ -202,7 +202,7 @@ const STEPS: Record<string, StepFn> = {
 
   async renew(run, step) {
     const [message] = refs<Message>(run, step);
-    const result = await run.client.renew(message as Message);
+    const result = await run.client.renew(message as Message, { seconds: step.seconds as number | undefined });
     return { success: result.success };
   },
 

@@ -132,13 +132,13 @@ describe("pop and ack", () => {
 
   it("a long-poll returns as soon as a message arrives", async () => {
     const queue = client().queue(uniqueName("longpoll"));
-    const started = Date.now();
-    const popping = queue.wait().timeoutMillis(10_000).pop();
+    // The broker of the suite re-checks parked pops only on events (LONGPOLL_RECHECK_MS=0), and the
+    // timeout is beyond the test's: only the push can answer this pop with the message.
+    const popping = queue.wait().timeoutMillis(60_000).pop();
     await delay(200);
     await queue.push([{ payload: "now" }]);
     const messages = await popping;
     expect(messages.map((message) => message.data)).toEqual(["now"]);
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("an out-of-range batch is an invalid_parameter error", async () => {
@@ -158,9 +158,15 @@ describe("lease renewal", () => {
     await queue.config({ leaseTime: 30 }).create();
     await queue.push([{ payload: "slow" }]);
     const [message] = (await queue.pop()) as [Message];
+    const before = Date.now();
     const renewed = await regina.renew(message, { seconds: 120 });
+    const after = Date.now();
     expect(renewed.success).toBe(true);
-    expect(Date.parse(renewed.expiresAt ?? "") - Date.now()).toBeGreaterThan(100_000);
+    // 120 s from the moment the broker renewed it, which lies between `before` and `after` (one
+    // clock; a millisecond of rounding either way).
+    const expiresAt = Date.parse(renewed.expiresAt ?? "");
+    expect(expiresAt).toBeGreaterThanOrEqual(before + 120_000 - 1);
+    expect(expiresAt).toBeLessThanOrEqual(after + 120_000 + 1);
     await regina.ack(message);
     expect(await regina.renew(message.leaseId)).toMatchObject({ success: false, code: "lease_expired" });
   });

@@ -140,16 +140,17 @@ describe("failover", () => {
   it("moves to the next server on a 5xx without waiting, and prefers the one that answered", async () => {
     first.script({ status: 503, body: { error: "x", code: "shutting_down" } });
     second.script({ status: 204 });
+    // A backoff would last at least 30 s (half of 60 s, equal jitter): returning sooner shows none.
     const client = new Regina({
       servers: [firstUrl, secondUrl],
       retries: 3,
-      retryBaseMillis: 5_000,
-      retryMaxMillis: 5_000,
+      retryBaseMillis: 60_000,
+      retryMaxMillis: 60_000,
     });
     const started = Date.now();
     await client.queue("q").pop();
     await client.queue("q").pop();
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
     expect(first.requests).toHaveLength(1);
     expect(second.requests).toHaveLength(2);
   });
@@ -189,7 +190,9 @@ describe("timeouts", () => {
 
   it("the caller's signal cancels a request and its backoff", async () => {
     first.script({ status: 503, body: { error: "x", code: "overloaded" } });
-    const client = new Regina({ url: firstUrl, retries: 5, retryBaseMillis: 10_000, retryMaxMillis: 10_000 });
+    // The backoff would last at least 30 s (half of 60 s, equal jitter): ending sooner shows the
+    // abort cancelled it.
+    const client = new Regina({ url: firstUrl, retries: 5, retryBaseMillis: 60_000, retryMaxMillis: 60_000 });
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
     const started = Date.now();
@@ -198,7 +201,7 @@ describe("timeouts", () => {
       .pop({ signal: controller.signal })
       .catch((caught: unknown) => caught);
     expect((error as Error).name).toBe("AbortError");
-    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(Date.now() - started).toBeLessThan(30_000);
   });
 });
 

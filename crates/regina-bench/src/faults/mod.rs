@@ -218,9 +218,12 @@ async fn mixed_run(
     if fault != Fault::Crash {
         notes.push(format!("peak broker RSS {:.1} MB", peak_rss as f64 / 1e6));
     }
+    // The shutdown grace period (10 s by default) bounds the exit; the wait for it is generous.
     for mut broker in brokers {
-        if !broker.terminate(Duration::from_secs(15)).await? {
-            failures.push("a broker did not exit cleanly within 15 s of SIGTERM".to_owned());
+        if !broker.terminate(WAIT_MAX).await? {
+            failures.push(format!(
+                "a broker did not exit cleanly within {WAIT_MAX:?} of SIGTERM"
+            ));
         }
     }
     Ok(Summary {
@@ -370,7 +373,9 @@ async fn cross_instance_wake(
             let answer = HttpConn::new(&a_url).send("GET", &path, None).await;
             (answer, Instant::now())
         });
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Push only once the pop is known to be parked: a push before would be found by the
+        // pop's first attempt, and prove nothing about the notification.
+        parked_wait(a).await?;
         let body = json!({"items": [{"queue": queue, "payload": trial}]});
         let sent = Instant::now();
         let (status, _) = HttpConn::new(b)
@@ -402,6 +407,28 @@ async fn cross_instance_wake(
 /// Timeout of a wake-up trial's parked pop, ms: far beyond any notification delay, so a pop that
 /// times out (204) was not woken.
 const WAKE_POP_TIMEOUT_MS: u64 = 30_000;
+
+/// How long a wait for something that happens by itself may last before the run fails: a guard
+/// against a broken broker, not a claim about speed.
+const WAIT_MAX: Duration = Duration::from_secs(60);
+
+/// Waits until the broker at `base` reports a parked pop (`GET /metrics`).
+async fn parked_wait(base: &str) -> anyhow::Result<()> {
+    let mut metrics = HttpConn::new(base);
+    let started = Instant::now();
+    loop {
+        let (status, body) = metrics.send("GET", "/metrics", None).await?;
+        let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if status == 200 && parsed["longPoll"]["waiters"].as_u64().unwrap_or(0) >= 1 {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            started.elapsed() < WAIT_MAX,
+            "no parked pop on {base} after {WAIT_MAX:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
 
 /// Samples the brokers' RSS every 100 ms; `stop` returns the peak.
 struct RssSampler {

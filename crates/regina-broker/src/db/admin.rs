@@ -16,6 +16,18 @@ fn optional_text(rows: &[Row]) -> Result<Option<String>, DbError> {
     }
 }
 
+/// What a queue (or partition) clear did.
+#[derive(Debug)]
+pub(crate) enum Cleared {
+    /// The response body, and the groups whose leases ended.
+    Done {
+        body: String,
+        wake_groups: Vec<String>,
+    },
+    /// The queue has no partition of that name: nothing was cleared.
+    PartitionMissing,
+}
+
 /// A body plus the waiters to wake that some functions return beside it.
 fn text_and<T>(rows: &[Row]) -> Result<Option<(String, T)>, DbError>
 where
@@ -57,9 +69,22 @@ impl Db {
     pub(crate) async fn queue_clear(
         &self,
         queue: &str,
-    ) -> Result<Option<(String, Vec<String>)>, DbError> {
-        let sql = "select result::text, wake_groups from regina.queue_clear($1::text)";
-        text_and(&self.query_unprepared(sql, &[&queue]).await?)
+        partition: Option<&str>,
+    ) -> Result<Option<Cleared>, DbError> {
+        let sql = "select result::text, wake_groups, partition_missing \
+                   from regina.queue_clear($1::text, $2::text)";
+        let rows = self.query_unprepared(sql, &[&queue, &partition]).await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let column = |e: tokio_postgres::Error| DbError::Internal(e.to_string());
+        if row.try_get::<_, bool>(2).map_err(column)? {
+            return Ok(Some(Cleared::PartitionMissing));
+        }
+        Ok(Some(Cleared::Done {
+            body: row.try_get(0).map_err(column)?,
+            wake_groups: row.try_get(1).map_err(column)?,
+        }))
     }
 
     /// `regina.partitions_list(query)`: the partition listing body.

@@ -20,6 +20,7 @@ mod traces;
 use tokio_postgres::{Client, Row};
 use uuid::Uuid;
 
+pub(crate) use admin::Cleared;
 pub(crate) use error::DbError;
 pub(crate) use listen::Notice;
 pub(crate) use pool::{ConnectSettings, Db};

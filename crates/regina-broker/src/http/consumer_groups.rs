@@ -424,11 +424,7 @@ async fn seek(
         .map_err(|e| ApiError::internal(format!("unreadable seek outcome {text}: {e}")))?;
     match outcome.missing.as_deref() {
         Some("queue") => Err(ApiError::queue_not_found()),
-        Some(_) => Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "partition_not_found",
-            "Partition not found",
-        )),
+        Some(_) => Err(ApiError::partition_not_found()),
         None => {
             shared.waiters.group_moved(queue, group);
             Ok(outcome)

@@ -83,6 +83,15 @@ impl ApiError {
         ApiError::new(StatusCode::NOT_FOUND, "queue_not_found", "Queue not found")
     }
 
+    /// `404 partition_not_found` (http-api.md §2.3).
+    pub(crate) fn partition_not_found() -> Self {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "partition_not_found",
+            "Partition not found",
+        )
+    }
+
     /// `400 invalid_json`.
     pub(crate) fn invalid_json(detail: impl std::fmt::Display) -> Self {
         Self::new(

@@ -12,10 +12,11 @@ use serde_json::json;
 
 use super::access::Auth;
 use super::contract::params::{
-    Offset, Page, PageLimit, PathName, QueryName, QuerySet, QueryText, QueuePath, Search,
+    Offset, Page, PageLimit, PathName, QueryName, QueryText, QueuePath, Search,
 };
 use super::contract::{Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
+use crate::db::Cleared;
 use crate::engine::json::to_json;
 use crate::state::AppState;
 
@@ -112,9 +113,10 @@ pub(super) async fn queue_delete(
 /// Query of `DELETE /api/v1/queues/{queue}/clear`.
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct ClearQuery {
-    /// Not supported: present, the request is refused (400) and nothing is deleted
+    /// Clear only this partition of the queue (Queen's admin clients send it); absent: every
+    /// partition
     #[serde(default)]
-    partition: QuerySet,
+    partition: QueryName,
 }
 
 impl Contract for ClearQuery {}
@@ -126,27 +128,22 @@ pub(super) async fn queue_clear(
     query: Result<Params<ClearQuery>, ApiError>,
 ) -> Result<Response, ApiError> {
     let shared = state.get();
-    // Queen's admin clients send `partition` to clear one partition. Regina clears whole queues
-    // only, and ignoring the filter of a destructive call would delete more than was asked.
     let Params(query) = query.map_err(ApiError::unsuccessful)?;
-    if query.partition.0 {
-        return Err(ApiError::invalid_parameter(
-            "partition",
-            "clearing one partition is not supported: omit partition to clear the whole queue",
-        )
-        .unsuccessful());
-    }
     let PathParams(QueuePath {
         queue: PathName(queue),
     }) = path.map_err(ApiError::unsuccessful)?;
     auth.check_queue(&queue).map_err(ApiError::unsuccessful)?;
     let cleared = shared
         .db
-        .queue_clear(&queue)
+        .queue_clear(&queue, query.partition.0.as_deref())
         .await
         .map_err(|e| ApiError::from(e).unsuccessful())?;
-    let Some((body, groups)) = cleared else {
-        return Err(ApiError::queue_not_found().unsuccessful());
+    let (body, groups) = match cleared {
+        None => return Err(ApiError::queue_not_found().unsuccessful()),
+        Some(Cleared::PartitionMissing) => {
+            return Err(ApiError::partition_not_found().unsuccessful())
+        }
+        Some(Cleared::Done { body, wake_groups }) => (body, wake_groups),
     };
     // The groups' leases ended: their waiters re-check (http-api.md §4.9).
     for group in &groups {

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::routing::get;
 use axum::Router;
@@ -140,24 +141,43 @@ async fn unknown_kids_refetch_the_jwks_at_most_once_per_interval() {
     );
 }
 
+/// The set fetched at start serves requests until it is a refresh interval (2 s) old; then the
+/// next request fetches it again, once, and the withdrawn key fails. The first half holds only
+/// for requests made within the interval after the start; a slower attempt starts over (a new
+/// key server and broker).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_jwks_is_fetched_again_once_older_than_the_refresh_interval() {
-    let jwks = JwksServer::start(json!({"keys": [jwk("rsa-a")]})).await;
-    let url = jwks.url.clone();
-    let (_b, api) = start_with(move |c| {
-        c.auth.jwt_enabled = true;
-        c.auth.jwt_algorithm = JwtAlgorithm::Rs256;
-        c.auth.jwt_jwks_url = Some(url);
-        c.auth.jwt_jwks_refresh_interval_s = 1;
-        c.auth.jwt_jwks_refetch_min_interval_ms = 60_000;
-    })
-    .await;
+    const REFRESH: Duration = Duration::from_secs(2);
+    let (_b, api, jwks) =
+        regina_testkit::conclusive("requests within the refresh interval", |_| async {
+            let jwks = JwksServer::start(json!({"keys": [jwk("rsa-a")]})).await;
+            let url = jwks.url.clone();
+            // The start fetch comes after this instant.
+            let starting = Instant::now();
+            let (b, api) = start_with(move |c| {
+                c.auth.jwt_enabled = true;
+                c.auth.jwt_algorithm = JwtAlgorithm::Rs256;
+                c.auth.jwt_jwks_url = Some(url);
+                c.auth.jwt_jwks_refresh_interval_s = REFRESH.as_secs();
+                c.auth.jwt_jwks_refetch_min_interval_ms = 60_000;
+            })
+            .await;
+            let token = rs256(&claims("u", "read-only"), "a", Some("rsa-a"));
+            let before = status_with(&api, &token).await;
+            // The key is withdrawn: the cache keeps serving it until it is a refresh interval old.
+            jwks.serve(json!({"keys": []}));
+            let after = status_with(&api, &token).await;
+            let took = starting.elapsed();
+            if took >= REFRESH {
+                return Err(format!("the requests came {took:?} after the start"));
+            }
+            assert_eq!((before, after), (200, 200), "served from the cache");
+            assert_eq!(jwks.hits(), 1, "no fetch while the set is fresh");
+            Ok((b, api, jwks))
+        })
+        .await;
+    tokio::time::sleep(REFRESH + Duration::from_millis(100)).await;
     let token = rs256(&claims("u", "read-only"), "a", Some("rsa-a"));
-    assert_eq!(status_with(&api, &token).await, 200);
-    // The key is withdrawn: the cache keeps serving it until it is a refresh interval old.
-    jwks.serve(json!({"keys": []}));
-    assert_eq!(status_with(&api, &token).await, 200);
-    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
     assert_401(
         &call(&api, Method::GET, QUEUES, None, Some(&token)).await,
         "unauthorized",

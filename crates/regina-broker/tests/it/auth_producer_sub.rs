@@ -1,7 +1,7 @@
 //! §1.6, §4.14: `producerSub` is the verified token's `sub`, stamped on every push (standalone,
 //! in a transaction, and through the failover buffer), whatever the client sends.
 
-use regina_testkit::DEADLINE;
+use regina_testkit::{DEADLINE, PARKED_POP_TIMEOUT_MS};
 use serde_json::{json, Value};
 
 use crate::jwt::{start_auth, token, As};
@@ -111,7 +111,8 @@ async fn buffered_pushes_keep_their_producer_sub_through_the_replay() {
     assert_eq!(r.body[0]["status"], "buffered", "{r:?}");
     let waiting = {
         let admin = admin.clone();
-        tokio::spawn(async move { admin.pop("buffered-q", "wait=true&timeout=10000").await })
+        let query = format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}");
+        tokio::spawn(async move { admin.pop("buffered-q", &query).await })
     };
     api.wait_for_waiters(1).await;
     let off = admin

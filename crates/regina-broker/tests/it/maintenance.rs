@@ -2,10 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use regina_testkit::TestBroker;
+use regina_testkit::{eventually, TestBroker, DEADLINE, PARKED_POP_TIMEOUT_MS};
 use serde_json::json;
 
-use crate::support::{start, Api};
+use crate::support::{start, start_event_driven, Api};
 
 async fn second(b: &TestBroker) -> (TestBroker, Api) {
     let other = TestBroker::start_on(&b.database_url, |_| {}).await;
@@ -13,21 +13,20 @@ async fn second(b: &TestBroker) -> (TestBroker, Api) {
     (other, api)
 }
 
-/// Waits until `api`'s `/health` reports `field` as `value`; returns how long it took.
-async fn health_shows(api: &Api, field: &str, value: bool) -> Duration {
+/// Waits until `api`'s `/health` reports `field` as `value` (the switch reaches every instance;
+/// how soon is printed, not judged).
+async fn health_shows(api: &Api, field: &str, value: bool) {
     let started = Instant::now();
-    loop {
+    eventually(&format!("/health shows {field} {value}"), || async {
         let h = api.get("/health").await;
         if h.body[field] == value {
-            return started.elapsed();
+            Ok(())
+        } else {
+            Err(h.body)
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{field} never became {value}: {:?}",
-            h.body
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    })
+    .await;
+    println!("{field} {value} seen after {:?}", started.elapsed());
 }
 
 async fn set(api: &Api, path: &str, enabled: bool) -> crate::support::Reply {
@@ -38,14 +37,13 @@ async fn set(api: &Api, path: &str, enabled: bool) -> crate::support::Reply {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_maintenance_buffers_pushes_on_every_instance_until_switched_off() {
-    let (a, api_a) = start().await;
+    let (a, api_a) = start_event_driven().await;
     let (_b, api_b) = second(&a).await;
     let on = set(&api_a, "/api/v1/system/maintenance", true).await;
     assert_eq!(on.body["maintenanceMode"], true);
     assert_eq!(on.body["bufferHealthy"], true);
     assert!(on.body["message"].is_string());
-    let took = health_shows(&api_b, "maintenanceMode", true).await;
-    assert!(took < Duration::from_secs(1), "propagation took {took:?}");
+    health_shows(&api_b, "maintenanceMode", true).await;
 
     let pushed = api_b
         .push(json!([{"queue": "m", "partition": "p", "payload": 1},
@@ -77,20 +75,27 @@ async fn push_maintenance_buffers_pushes_on_every_instance_until_switched_off() 
         2
     );
 
+    // Only the replay can answer this pop before its timeout (no periodic re-check on a).
     let waiting = {
         let api_a = api_a.clone();
         tokio::spawn(async move {
             api_a
-                .pop("m", "batch=10&wait=true&timeout=10000&autoAck=true")
+                .pop(
+                    "m",
+                    &format!("batch=10&wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
+                )
                 .await
         })
     };
     api_a.wait_for_waiters(1).await;
     let off = set(&api_a, "/api/v1/system/maintenance", false).await;
     assert_eq!(off.body["maintenanceMode"], false);
-    let took = health_shows(&api_b, "maintenanceMode", false).await;
-    assert!(took < Duration::from_secs(1), "propagation took {took:?}");
+    health_shows(&api_b, "maintenanceMode", false).await;
     let delivered = waiting.await.unwrap();
+    assert_eq!(
+        delivered.status, 200,
+        "woken by the replay, not timed out: {delivered:?}"
+    );
     let mut data = delivered.data();
     if data.len() < 2 {
         data.extend(api_a.pop("m", "batch=10&autoAck=true").await.data());
@@ -107,34 +112,32 @@ async fn pop_maintenance_pauses_pops_everywhere_and_answers_parked_ones() {
     let (a, api_a) = start().await;
     let (_b, api_b) = second(&a).await;
     api_a.push_one("pm", "Default", json!(1)).await;
+    // Parked on the other instance, far from its timeout: the switch answers it.
     let parked = {
         let api_b = api_b.clone();
         tokio::spawn(async move {
-            let r = api_b
-                .pop("empty", "wait=true&timeout=20000&autoAck=true")
-                .await;
-            (r, Instant::now())
+            api_b
+                .pop(
+                    "empty",
+                    &format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
+                )
+                .await
         })
     };
     api_b.wait_for_waiters(1).await;
-    let switched = Instant::now();
     let on = set(&api_a, "/api/v1/system/maintenance/pop", true).await;
     assert_eq!(on.body["popMaintenanceMode"], true);
     assert!(on.body["message"].is_string());
-    let (r, answered) = parked.await.unwrap();
-    r.assert_empty("paused");
-    assert!(
-        answered.duration_since(switched) < Duration::from_secs(1),
-        "parked pop answered after {:?}",
-        answered.duration_since(switched)
-    );
-    // New pops answer at once, with messages waiting, on both instances.
+    parked.await.unwrap().assert_empty("paused");
+    // New pops answer at once, with messages waiting, on both instances: a pop that parked
+    // would not answer before its timeout, twice the request timeout of the test client.
+    let never = 2 * DEADLINE.as_millis();
     for api in [&api_a, &api_b] {
         let started = Instant::now();
-        api.pop("pm", "wait=true&timeout=5000")
+        api.pop("pm", &format!("wait=true&timeout={never}"))
             .await
             .assert_empty("paused");
-        assert!(started.elapsed() < Duration::from_millis(500));
+        println!("paused pop answered after {:?}", started.elapsed());
     }
     let got = api_b.get("/api/v1/system/maintenance/pop").await;
     assert_eq!(got.body["popMaintenanceMode"], true, "{got:?}");

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use regina_testkit::{eventually, wait_until, TestBroker};
+use regina_testkit::{eventually, wait_until, TestBroker, PARKED_POP_TIMEOUT_MS};
 use serde_json::json;
 
 use crate::support::{start_with, Api};
@@ -125,7 +125,8 @@ async fn parked_waiters_are_sampled_per_queue() {
     let (b, api) = start_with(fast_history("hist-w")).await;
     let parked = {
         let api = api.clone();
-        tokio::spawn(async move { api.pop("idle", "wait=true&timeout=3000").await })
+        let query = format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}");
+        tokio::spawn(async move { api.pop("idle", &query).await })
     };
     api.wait_for_waiters(1).await;
     wait_until("the parked pop is sampled", || async {
@@ -195,12 +196,10 @@ async fn the_last_counts_are_written_at_shutdown() {
     .await;
     let api = Api::new(&b);
     api.push_to("s", "p", &[json!(1), json!(2)]).await;
-    let url = b.database_url.clone();
+    // The handle keeps the database after the broker is gone.
+    let database = b.database().expect("a database of the test kit");
     b.shutdown().await;
-    let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let client = database.connect().await;
     let pushed: i64 = client
         .query_one(
             "select coalesce(sum(pushed), 0)::int8 from regina.queue_metrics

@@ -1,7 +1,9 @@
 //! §4.9, §4.11, invariant 3 across instances: several brokers on one database.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use regina_testkit::PARKED_POP_TIMEOUT_MS;
 
 use serde_json::json;
 use tokio::sync::Barrier;
@@ -14,17 +16,28 @@ async fn second(b: &regina_testkit::TestBroker) -> (regina_testkit::TestBroker, 
     (other, api)
 }
 
+/// The waiter's instance has no periodic re-check and the waiter a timeout far away: only the
+/// notification from the other instance can answer it with the message. Latency is printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn push_on_one_instance_wakes_a_waiter_on_another() {
     let (b, api_a) = start().await;
-    let (_other, api_b) = second(&b).await;
+    let other = regina_testkit::TestBroker::start_on(&b.database_url, |c| {
+        c.longpoll_recheck_ms = 0;
+    })
+    .await;
+    let api_b = Api::new(&other);
     api_a.configure("x", json!({})).await;
     let mut samples = vec![];
     for i in 0..5 {
         let waiter = {
             let api_b = api_b.clone();
             tokio::spawn(async move {
-                let r = api_b.pop("x", "wait=true&timeout=10000&autoAck=true").await;
+                let r = api_b
+                    .pop(
+                        "x",
+                        &format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
+                    )
+                    .await;
                 (r, Instant::now())
             })
         };
@@ -32,6 +45,10 @@ async fn push_on_one_instance_wakes_a_waiter_on_another() {
         api_a.push_one("x", "Default", json!(i)).await;
         let pushed = Instant::now();
         let (r, got) = waiter.await.unwrap();
+        assert_eq!(
+            r.status, 200,
+            "woken by the notification, not timed out: {r:?}"
+        );
         assert_eq!(r.data(), vec![json!(i)], "{r:?}");
         samples.push(got.saturating_duration_since(pushed));
     }
@@ -39,10 +56,6 @@ async fn push_on_one_instance_wakes_a_waiter_on_another() {
     println!(
         "cross-instance long-poll latency: median {:?}, max {:?}",
         samples[2], samples[4]
-    );
-    assert!(
-        samples[4] < Duration::from_millis(500),
-        "NOTIFY wake-up too slow: {samples:?}"
     );
 }
 

@@ -341,7 +341,11 @@ async fn a_pop_parked_on_a_deleted_queue_keeps_waiting_and_gets_a_later_push() {
     api.pop("q", "autoAck=true").await;
     let waiter = {
         let api = api.clone();
-        tokio::spawn(async move { api.pop("q", "wait=true&timeout=10000").await })
+        let query = format!(
+            "wait=true&timeout={}",
+            regina_testkit::PARKED_POP_TIMEOUT_MS
+        );
+        tokio::spawn(async move { api.pop("q", &query).await })
     };
     api.wait_for_waiters(1).await;
     let r = delete(&api, "/api/v1/resources/queues/q").await;

@@ -1,14 +1,36 @@
 //! §4.9, §7 `SHUTDOWN_GRACE_MS`: graceful shutdown.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::body::Body;
 use http_body_util::BodyExt as _;
+use regina_testkit::{eventually, DEADLINE, PARKED_POP_TIMEOUT_MS};
 use serde_json::{json, Value};
+use tokio::io::AsyncWriteExt as _;
 use tower::ServiceExt as _;
 
 use crate::support::start_with;
 
+/// Starts a push whose body never arrives: a request in flight that would never end by itself.
+async fn stalled_push(base_url: &str) -> tokio::net::TcpStream {
+    let address = base_url.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect to the broker");
+    let head = format!(
+        "POST /api/v1/push HTTP/1.1\r\nHost: {address}\r\ncontent-type: application/json\r\n\
+         content-length: 1000\r\n\r\n{{\"items\": ["
+    );
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .expect("send the request head");
+    stream
+}
+
+/// §4.9, §7: shutdown answers parked pops `204 shutdown`, and `SHUTDOWN_GRACE_MS` bounds it: a
+/// request that would never finish does not hold it up (without the bound, shutdown would never
+/// end; the test gives up after a minute). How long it took is printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_answers_parked_pops_and_ends_within_the_grace_period() {
     let (b, api) = start_with(|c| c.shutdown_grace_ms = 3_000).await;
@@ -16,17 +38,32 @@ async fn shutdown_answers_parked_pops_and_ends_within_the_grace_period() {
     let parked: Vec<_> = (0..3)
         .map(|n| {
             let api = api.clone();
-            tokio::spawn(async move {
-                api.pop(&format!("idle-{n}"), "wait=true&timeout=60000")
-                    .await
-            })
+            let query = format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}");
+            tokio::spawn(async move { api.pop(&format!("idle-{n}"), &query).await })
         })
         .collect();
     api.wait_for_waiters(3).await;
+    let _stalled = stalled_push(&b.base_url).await;
+    eventually("the stalled push is in flight", || async {
+        let m = api.get("/metrics/prometheus").await;
+        let inflight = m
+            .text
+            .lines()
+            .find_map(|l| l.strip_prefix("regina_http_inflight_requests "))
+            .and_then(|v| v.trim().parse::<f64>().ok());
+        // The three parked pops and the push (scrapes are not counted).
+        if inflight.is_some_and(|n| n >= 4.0) {
+            Ok(())
+        } else {
+            Err(inflight)
+        }
+    })
+    .await;
     let started = Instant::now();
-    b.shutdown().await;
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(3), "shutdown took {took:?}");
+    tokio::time::timeout(DEADLINE, b.shutdown())
+        .await
+        .expect("shutdown ended although a request never finished");
+    println!("shutdown took {:?} (grace period 3 s)", started.elapsed());
     for pop in parked {
         pop.await.unwrap().assert_empty("shutdown");
     }

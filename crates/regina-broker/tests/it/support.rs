@@ -20,6 +20,14 @@ pub async fn start_with(f: impl FnOnce(&mut regina_broker::Config)) -> (TestBrok
     (b, api)
 }
 
+/// Starts a broker on which only events, and the timers a parked pop arms for a known instant,
+/// answer a long-poll before its timeout: the periodic safety re-check (`longpoll_recheck_ms`) is
+/// off. A pop waiting [`regina_testkit::PARKED_POP_TIMEOUT_MS`] there that is answered with the
+/// message proves the wake-up under test, however slow the machine.
+pub async fn start_event_driven() -> (TestBroker, Api) {
+    start_with(|c| c.longpoll_recheck_ms = 0).await
+}
+
 /// Asserts `s` is a canonical UUIDv7 and returns it parsed.
 #[track_caller]
 pub fn assert_uuid_v7(v: &Value) -> uuid::Uuid {

@@ -4,10 +4,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use regina_testkit::PARKED_POP_TIMEOUT_MS;
 use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
-use crate::support::{assert_uuid_v7, start, start_with, Api, Reply};
+use crate::support::{assert_uuid_v7, start, start_event_driven, start_with, Api, Reply};
 
 /// `POST /api/v1/transaction` with the given operations.
 async fn transact(api: &Api, operations: Value) -> Reply {
@@ -303,9 +304,11 @@ async fn invalid_transactions_are_refused_before_anything_is_stored() {
     assert!(drain(&api, "out", "audit").await.is_empty());
 }
 
+/// Both waiters wait far beyond the test on a broker without the periodic re-check (and the
+/// lease's own expiry, 300 s, is further still): only the commit can answer them with messages.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_push_wakes_a_parked_pop_and_an_ended_lease_wakes_its_group() {
-    let (_b, api) = start().await;
+    let (_b, api) = start_event_driven().await;
     api.configure("w", json!({})).await;
     let parked = {
         let api = Api {
@@ -313,7 +316,8 @@ async fn a_transaction_push_wakes_a_parked_pop_and_an_ended_lease_wakes_its_grou
             http: regina_testkit::http(),
         };
         tokio::spawn(async move {
-            let r = api.pop("w", "wait=true&timeout=10000&autoAck=true").await;
+            let query = format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true");
+            let r = api.pop("w", &query).await;
             (r, Instant::now())
         })
     };
@@ -322,9 +326,12 @@ async fn a_transaction_push_wakes_a_parked_pop_and_an_ended_lease_wakes_its_grou
     assert_eq!(r.status, 200, "{r:?}");
     let committed = Instant::now();
     let (delivered, at) = parked.await.expect("waiter");
+    assert_eq!(delivered.status, 200, "woken, not timed out: {delivered:?}");
     assert_eq!(delivered.data(), vec![json!("hi")]);
-    let latency = at.saturating_duration_since(committed);
-    assert!(latency < Duration::from_secs(1), "woken after {latency:?}");
+    println!(
+        "woken {:?} after the commit",
+        at.saturating_duration_since(committed)
+    );
 
     // A second consumer of the group parks behind the lease; the transaction's ack ends it.
     api.push_to("w2", "Default", &[json!(1), json!(2)]).await;
@@ -335,20 +342,19 @@ async fn a_transaction_push_wakes_a_parked_pop_and_an_ended_lease_wakes_its_grou
             http: regina_testkit::http(),
         };
         tokio::spawn(async move {
-            api.pop("w2", "consumerGroup=g&wait=true&timeout=10000")
-                .await
+            let query = format!("consumerGroup=g&wait=true&timeout={PARKED_POP_TIMEOUT_MS}");
+            api.pop("w2", &query).await
         })
     };
     api.wait_for_waiters(1).await;
-    let started = Instant::now();
     let r = transact(&api, json!([ack_op(&holder, "completed")])).await;
     assert_eq!(r.body["results"][0]["leaseReleased"], true, "{r:?}");
     let next = waiter.await.expect("waiter");
-    assert_eq!(next.data(), vec![json!(2)]);
-    assert!(
-        started.elapsed() < Duration::from_secs(2),
-        "lease end woke it"
+    assert_eq!(
+        next.status, 200,
+        "the lease end woke it, not its timeout: {next:?}"
     );
+    assert_eq!(next.data(), vec![json!(2)]);
 }
 
 /// Deadlocks PostgreSQL detected in this test's database so far.

@@ -1,6 +1,6 @@
 //! `regina pop` and `regina ack`: output shapes, leases, the empty exit status, long-polls.
 
-use regina_testkit::TestBroker;
+use regina_testkit::{TestBroker, PARKED_POP_TIMEOUT_MS};
 use serde_json::json;
 
 use crate::support::{regina, spawn};
@@ -120,10 +120,13 @@ async fn pop_wait_times_out_with_the_empty_status() {
     broker.shutdown().await;
 }
 
+/// The broker re-checks parked pops only on events and the timeout is far away: only the push
+/// can answer the command's long-poll with the message.
 #[tokio::test]
 async fn pop_wait_returns_a_message_pushed_while_it_waits() {
-    let broker = TestBroker::start().await;
+    let broker = TestBroker::start_with(|c| c.longpoll_recheck_ms = 0).await;
     let api = broker.api();
+    let timeout = PARKED_POP_TIMEOUT_MS.to_string();
     let child = spawn(
         &broker,
         &[
@@ -133,7 +136,7 @@ async fn pop_wait_returns_a_message_pushed_while_it_waits() {
             "g",
             "--wait",
             "--timeout",
-            "20000",
+            &timeout,
             "--json",
         ],
     );

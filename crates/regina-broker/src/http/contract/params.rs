@@ -162,16 +162,6 @@ impl<'de, const MAX: usize> Deserialize<'de> for PathKey<MAX> {
     }
 }
 
-/// Whether a parameter is given (a value that is not empty).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct QuerySet(pub(crate) bool);
-
-impl<'de> Deserialize<'de> for QuerySet {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Ok(QuerySet(text(deserializer)?.is_some()))
-    }
-}
-
 /// An optional integer in `MIN..=MAX`.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct QueryInt<const MIN: i64, const MAX: i64>(pub(crate) Option<i64>);
@@ -433,9 +423,6 @@ inline_schema!("QueryText", [const MAX: usize] QueryText<MAX>, |_g| {
     }
     schema
 });
-inline_schema!("QuerySet", [] QuerySet, |_g| json_schema!({
-    "not": {}, "description": "Refused when given (a value that is not empty)",
-}));
 inline_schema!("Label", [] Label, |_g| json_schema!({
     "type": "string", "maxLength": LABEL_CHARS_MAX,
 }));

@@ -10,7 +10,7 @@ mod scale;
 mod scenarios;
 
 use probe::{CallWork, PlanProbe};
-use regina_testkit::TestBroker;
+use regina_testkit::{TestBroker, TestDatabase};
 
 /// Input rows of the small and the large call. The large call runs first, so the small one meets
 /// tables already holding more rows than it has: a plan that scans a table, not its input, fails.
@@ -61,13 +61,13 @@ pub struct Scenario {
 
 /// Measures one scenario at both sizes on its own database and checks both bounds.
 async fn check(scenario: &Scenario) {
-    let mut database_url = database().await;
-    let mut probe = PlanProbe::connect(&database_url).await;
+    let mut database = fresh_database().await;
+    let mut probe = PlanProbe::connect(database.url()).await;
     let mut per_input = Vec::new();
     for (i, n) in SIZES.into_iter().enumerate() {
         if scenario.own_database && i > 0 {
-            database_url = database().await;
-            probe = PlanProbe::connect(&database_url).await;
+            database = fresh_database().await;
+            probe = PlanProbe::connect(database.url()).await;
         }
         let queue = format!("plans-{n}");
         probe.setup(&(scenario.setup)(&queue, n)).await;
@@ -98,12 +98,12 @@ async fn check(scenario: &Scenario) {
 }
 
 /// A migrated database of its own (the broker that made it is stopped: its leader's jobs would
-/// change the state between setup and call).
-async fn database() -> String {
+/// change the state between setup and call); dropped when the returned handle goes.
+async fn fresh_database() -> TestDatabase {
     let broker = TestBroker::start().await;
-    let database_url = broker.database_url.clone();
-    let db = broker.db().await;
+    let database = broker.database().expect("a database of the test kit");
     broker.shutdown().await;
+    let db = database.connect().await;
     // Statistics are what the test sets (ANALYZE_FILLED), not what autovacuum happens to find
     // in between: plans made from them, hence row counts, are the same at every run.
     db.batch_execute(
@@ -122,7 +122,7 @@ async fn database() -> String {
     )
     .await
     .unwrap();
-    database_url
+    database
 }
 
 #[track_caller]

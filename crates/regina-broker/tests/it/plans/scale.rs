@@ -5,7 +5,7 @@
 use tokio_postgres::Client;
 
 use super::probe::{CallWork, PlanProbe};
-use super::{database, ANALYZE_FILLED};
+use super::{fresh_database, ANALYZE_FILLED};
 
 /// Partitions in all: half under retention, half under eviction.
 const PARTITIONS: i64 = 100_000;
@@ -85,14 +85,11 @@ async fn queue_total(db: &Client, queue: &str) -> i64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_passes_and_a_wide_pop_stay_bounded_at_100_000_partitions() {
-    let database_url = database().await;
-    let mut probe = PlanProbe::connect(&database_url).await;
+    let database = fresh_database().await;
+    let mut probe = PlanProbe::connect(database.url()).await;
     probe.setup(SEED).await;
     probe.setup(ANALYZE_FILLED).await;
-    let (db, connection) = tokio_postgres::connect(&database_url, tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let db = database.connect().await;
 
     // Stats: the first pass recounts every partition with work (their ready rows all moved since
     // a pass that never ran), in batches; a later pass compares one window of partitions.

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use openmetrics_parser::{HistogramValue, PrometheusValue};
-use regina_testkit::TestBroker;
+use regina_testkit::{TestBroker, PARKED_POP_TIMEOUT_MS};
 use reqwest::Method;
 use serde_json::{json, Value};
 
@@ -432,18 +432,20 @@ async fn histogram_buckets_are_cumulative_and_end_with_the_count() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scraping_is_exempt_from_the_inflight_limit() {
-    let (_b, api) = start_with(|c| c.http_inflight_max = 1).await;
-    // A parked long-poll holds the only permit.
+    let (b, api) = start_with(|c| c.http_inflight_max = 1).await;
+    // A parked long-poll holds the only permit until shutdown answers it.
     let parked = {
         let api = api.clone();
-        tokio::spawn(async move { api.pop("idle", "wait=true&timeout=2000").await })
+        let query = format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}");
+        tokio::spawn(async move { api.pop("idle", &query).await })
     };
     api.wait_for_waiters(1).await;
     assert_eq!(api.get("/health").await.status, 503, "the limit is reached");
     let m = Metrics::scrape(&api).await;
     assert_eq!(m.value("regina_http_inflight_requests", &[]), 1.0);
     assert_eq!(m.value("regina_longpoll_waiters", &[]), 1.0);
-    parked.await.unwrap().assert_empty("timeout");
+    b.shutdown().await;
+    parked.await.unwrap().assert_empty("shutdown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
