@@ -18,7 +18,7 @@ use anyhow::{bail, Context as _};
 use tokio_postgres::{Client, Statement};
 use uuid::Uuid;
 
-use crate::target::Item;
+use crate::plan::Item;
 
 /// The schema of the ceiling's tables.
 pub const SCHEMA: &str = "bench_ceiling";

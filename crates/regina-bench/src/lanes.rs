@@ -7,8 +7,7 @@ use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng as _};
 use serde_json::Value;
 
-use crate::plan::{Layout, Plan};
-use crate::target::Item;
+use crate::plan::{Item, Layout, Plan};
 
 /// A delivered payload's lane, sequence, send time (µs, 0 when absent) and poison mark.
 pub fn decode(data: &Value) -> Option<(u32, u64, u64, bool)> {

@@ -5,7 +5,16 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::target::Item;
+/// One message to push.
+#[derive(Clone, Debug)]
+pub struct Item {
+    /// Queue name.
+    pub queue: String,
+    /// Partition name.
+    pub partition: String,
+    /// Payload (JSON object text).
+    pub payload: String,
+}
 
 /// A consumer group of a scenario.
 #[derive(Clone, Debug)]

@@ -13,17 +13,7 @@ use uuid::Uuid;
 pub use crate::http::{wait_healthy, HttpConn};
 
 use crate::ceiling;
-
-/// One message to push.
-#[derive(Clone, Debug)]
-pub struct Item {
-    /// Queue name.
-    pub queue: String,
-    /// Partition name.
-    pub partition: String,
-    /// Payload (JSON object text).
-    pub payload: String,
-}
+use crate::plan::Item;
 
 /// One delivered message.
 #[derive(Clone, Debug)]

@@ -9,9 +9,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::lanes::{decode, Lanes};
+use crate::plan::Item;
 use crate::plan::{GroupPlan, Plan};
 use crate::stats::Stats;
-use crate::target::{Ack, Delivery, Item, Pop, Session};
+use crate::target::{Ack, Delivery, Pop, Session};
 use crate::verify::{Ledger, Seen};
 
 /// Microseconds since the Unix epoch (the send time payloads carry).

@@ -32,6 +32,7 @@ mod longpoll;
 mod maintenance;
 mod message_admin;
 mod messages;
+mod modules;
 mod metrics_history;
 mod multi_instance;
 mod options;
