@@ -54,7 +54,11 @@ fn workspace_graphs() -> Vec<(String, ModuleGraph)> {
         let src = dir.join("src");
         let mut files = BTreeMap::new();
         read_sources(&src, &src, &mut files);
-        let name = dir.file_name().expect("name").to_string_lossy().into_owned();
+        let name = dir
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
         for root in ["lib.rs", "main.rs"] {
             if let Some(source) = files.get(root) {
                 graphs.push((format!("{name}/{root}"), ModuleGraph::build(source, &files)));
@@ -69,10 +73,21 @@ fn no_crate_has_an_import_cycle_between_top_level_modules() {
     let graphs = workspace_graphs();
     let roots: Vec<&str> = graphs.iter().map(|(root, _)| root.as_str()).collect();
     // The check sees the crates and their imports (it cannot pass by reading nothing).
-    for expected in ["regina-broker/lib.rs", "regina/main.rs", "regina-testkit/lib.rs"] {
-        assert!(roots.contains(&expected), "{expected} not scanned: {roots:?}");
+    for expected in [
+        "regina-broker/lib.rs",
+        "regina/main.rs",
+        "regina-testkit/lib.rs",
+    ] {
+        assert!(
+            roots.contains(&expected),
+            "{expected} not scanned: {roots:?}"
+        );
     }
-    let broker = &graphs[roots.iter().position(|r| *r == "regina-broker/lib.rs").expect("broker")].1;
+    let broker = &graphs[roots
+        .iter()
+        .position(|r| *r == "regina-broker/lib.rs")
+        .expect("broker")]
+    .1;
     assert!(broker.has_edge("http", "engine"), "http → engine not seen");
     let mut failures = Vec::new();
     for (root, graph) in &graphs {
@@ -113,7 +128,10 @@ fn a_cycle_through_crate_and_super_paths_is_found() {
     assert_eq!(graph.cycles(), vec![vec!["a", "b", "c"]]);
     assert!(graph.has_edge("c", "d"));
     let explained = graph.explain(&graph.cycles()[0]);
-    assert!(explained.contains("b → c: super::super::c (b/inner.rs:1)"), "{explained}");
+    assert!(
+        explained.contains("b → c: super::super::c (b/inner.rs:1)"),
+        "{explained}"
+    );
 }
 
 #[test]
@@ -130,7 +148,10 @@ fn comments_strings_and_characters_are_not_paths() {
     ]);
     assert!(graph.cycles().is_empty());
     assert!(!graph.has_edge("a", "b"));
-    assert!(graph.has_edge("a", "c"), "the lexer resumed after the literals");
+    assert!(
+        graph.has_edge("a", "c"),
+        "the lexer resumed after the literals"
+    );
     assert!(graph.has_edge("b", "a"));
 }
 
@@ -142,7 +163,10 @@ fn use_groups_inline_modules_and_root_reexports_are_followed() {
             "mod a;\nmod b;\nmod c;\npub use c::{inner::Thing as Renamed, Other};",
         ),
         ("a.rs", "use crate::{b::X, Renamed};"),
-        ("b.rs", "#[cfg(test)]\nmod tests {\n    use super::super::a::Y;\n}"),
+        (
+            "b.rs",
+            "#[cfg(test)]\nmod tests {\n    use super::super::a::Y;\n}",
+        ),
         ("c.rs", "fn f() -> crate::Other { todo!() }"),
     ]);
     assert!(graph.has_edge("a", "b"));
@@ -150,4 +174,3 @@ fn use_groups_inline_modules_and_root_reexports_are_followed() {
     assert!(!graph.has_edge("c", "c"));
     assert_eq!(graph.cycles(), vec![vec!["a", "b"]]);
 }
-

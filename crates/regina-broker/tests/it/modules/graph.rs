@@ -66,7 +66,9 @@ impl ModuleGraph {
 
     /// Whether `from` imports from `to`.
     pub(crate) fn has_edge(&self, from: &str, to: &str) -> bool {
-        self.edges.get(from).is_some_and(|to_map| to_map.contains_key(to))
+        self.edges
+            .get(from)
+            .is_some_and(|to_map| to_map.contains_key(to))
     }
 
     /// The cycles: each strongly connected component of more than one module, sorted.
@@ -205,7 +207,11 @@ fn use_tree(
                 }
                 let mut binding = segment.clone();
                 if tokens.get(*at).is_some_and(|t| t.is_ident("as")) {
-                    binding = tokens.get(*at + 1).and_then(Token::ident).unwrap_or("_").into();
+                    binding = tokens
+                        .get(*at + 1)
+                        .and_then(Token::ident)
+                        .unwrap_or("_")
+                        .into();
                     *at += 2;
                 }
                 if let Some(first) = first {
@@ -296,7 +302,10 @@ impl FileScan<'_> {
         };
         let mut cursor = at;
         let mut head = String::new();
-        while tokens.get(cursor + 1).is_some_and(|t| t.kind == Kind::PathSep) {
+        while tokens
+            .get(cursor + 1)
+            .is_some_and(|t| t.kind == Kind::PathSep)
+        {
             let segment = match tokens[cursor].ident() {
                 Some(segment @ ("crate" | "self" | "super")) => segment,
                 _ => break,

@@ -65,18 +65,27 @@ fn flatten(stream: TokenStream, out: &mut Vec<Token>) {
                     Delimiter::None => (None, None),
                 };
                 if let Some(c) = open {
-                    out.push(Token { kind: Kind::Punct(c), line });
+                    out.push(Token {
+                        kind: Kind::Punct(c),
+                        line,
+                    });
                 }
                 flatten(group.stream(), out);
                 if let Some(c) = close {
                     let line = group.span_close().start().line;
-                    out.push(Token { kind: Kind::Punct(c), line });
+                    out.push(Token {
+                        kind: Kind::Punct(c),
+                        line,
+                    });
                 }
             }
             TokenTree::Ident(ident) => {
                 let name = ident.to_string();
                 let name = name.strip_prefix("r#").unwrap_or(&name).to_string();
-                out.push(Token { kind: Kind::Ident(name), line });
+                out.push(Token {
+                    kind: Kind::Ident(name),
+                    line,
+                });
             }
             TokenTree::Punct(punct) => {
                 let c = punct.as_char();
@@ -85,7 +94,10 @@ fn flatten(stream: TokenStream, out: &mut Vec<Token>) {
                     out.last_mut().expect("the first colon").kind = Kind::PathSep;
                 } else {
                     joint_colon = c == ':' && punct.spacing() == Spacing::Joint;
-                    out.push(Token { kind: Kind::Punct(c), line });
+                    out.push(Token {
+                        kind: Kind::Punct(c),
+                        line,
+                    });
                 }
             }
             TokenTree::Literal(_) => {}
