@@ -1,23 +1,12 @@
 //! Statements of the maintenance switches.
 
-use tokio_postgres::{Client, Row};
+use tokio_postgres::Client;
 
 use super::error::classify;
-use super::{Db, DbError, Stmt};
+use super::{pairs, Db, DbError, Stmt};
 
 /// Reads both maintenance switches.
 pub(super) const MAINTENANCE_GET: &str = "select kind, enabled from regina.maintenance_get()";
-
-fn switches(rows: &[Row]) -> Result<Vec<(String, bool)>, DbError> {
-    rows.iter()
-        .map(|r| {
-            Ok((
-                r.try_get(0).map_err(|e| DbError::Internal(e.to_string()))?,
-                r.try_get(1).map_err(|e| DbError::Internal(e.to_string()))?,
-            ))
-        })
-        .collect()
-}
 
 impl Db {
     /// `regina.maintenance_set(kind, enabled)`: stores a switch and announces it to every
@@ -30,7 +19,7 @@ impl Db {
 
     /// The stored maintenance switches: `(kind, enabled)`.
     pub(crate) async fn maintenance_get(&self) -> Result<Vec<(String, bool)>, DbError> {
-        switches(&self.query(Stmt::MaintenanceGet, &[]).await?)
+        pairs(&self.query(Stmt::MaintenanceGet, &[]).await?)
     }
 }
 
@@ -41,5 +30,5 @@ pub(crate) async fn maintenance_read(client: &Client) -> Result<Vec<(String, boo
         .query(MAINTENANCE_GET, &[])
         .await
         .map_err(|e| classify(&e))?;
-    switches(&rows)
+    pairs(&rows)
 }

@@ -224,7 +224,12 @@ fn ack_row(row: &Row) -> Result<AckRow, DbError> {
     })
 }
 
-fn pairs(rows: &[Row]) -> Result<Vec<(String, String)>, DbError> {
+/// The first two columns of every row.
+pub(super) fn pairs<A, B>(rows: &[Row]) -> Result<Vec<(A, B)>, DbError>
+where
+    A: for<'a> tokio_postgres::types::FromSql<'a>,
+    B: for<'a> tokio_postgres::types::FromSql<'a>,
+{
     rows.iter()
         .map(|r| {
             Ok((
