@@ -31,8 +31,12 @@ language sql stable as $$
                                  and (c.lease_id = g.lease or c.last_lease_id = g.lease))
     -- The items read once into their declared shape (migrations/0014_request_types.sql).
     from rows from (jsonb_populate_recordset(null::regina.ack_request, i_acks)) with ordinality t
-    left join regina.partitions p on p.uuid = regina._uuid_or_null(t."partitionId")
-    left join regina.queues q on q.id = p.queue_id
+    -- Keyed lookups, one per item (the limit keeps the planner from flattening them into a join
+    -- that could scan every partition when it guesses the item count wrong).
+    left join lateral (select p.id, p.name, p.queue_id from regina.partitions p
+                       where p.uuid = regina._uuid_or_null(t."partitionId") limit 1) p on true
+    left join lateral (select q.id, q.name from regina.queues q where q.id = p.queue_id limit 1) q
+        on true
     cross join lateral (
         select nullif(t."consumerGroup", '') as explicit,
                regina._uuid_or_null(t."leaseId") as lease,
