@@ -1230,6 +1230,23 @@ export interface components {
             /** @description A partition is delivered only once its newest message is this old, seconds */
             windowBuffer?: number | null;
         };
+        QueueSettings: {
+            completedRetentionSeconds: number;
+            deadLetterQueue: boolean;
+            delayedProcessing: number;
+            dlqAfterMaxRetries: boolean;
+            encryptionEnabled: boolean;
+            leaseTime: number;
+            maxSize: number;
+            maxWaitTimeSeconds: number;
+            priority: number;
+            retentionEnabled: boolean;
+            retentionSeconds: number;
+            retryDelay: number;
+            retryLimit: number;
+            ttl: number;
+            windowBuffer: number;
+        };
         /** @description Body of `POST /streams/v1/queries`. */
         RegisterBody: {
             /** @description Hash of the operator chain; a changed one needs `reset` */
@@ -1815,7 +1832,7 @@ export interface operations {
                         configured?: boolean;
                         created?: boolean;
                         namespace?: string | null;
-                        options?: components["schemas"]["QueueOptions"];
+                        options?: components["schemas"]["QueueSettings"];
                         /** Format: uuid */
                         partitionId?: string;
                         queue?: string;
@@ -1835,7 +1852,7 @@ export interface operations {
                         configured?: boolean;
                         created?: boolean;
                         namespace?: string | null;
-                        options?: components["schemas"]["QueueOptions"];
+                        options?: components["schemas"]["QueueSettings"];
                         /** Format: uuid */
                         partitionId?: string;
                         queue?: string;
@@ -2999,7 +3016,7 @@ export interface operations {
                         id?: string;
                         name?: string;
                         namespace?: string | null;
-                        options?: components["schemas"]["QueueOptions"];
+                        options?: components["schemas"]["QueueSettings"];
                         partitionCount?: number;
                         partitions?: {
                             /** Format: date-time */

@@ -305,6 +305,39 @@ fn judge(schemas: &Schemas, samples: &[Sample]) -> (Vec<String>, usize, usize) {
     (disagreements, accepted, refused)
 }
 
+/// The successful answers that the schema their route declares for that status refuses, and how
+/// many answers were checked.
+fn answer_mismatches(schemas: &Schemas, samples: &[Sample]) -> (Vec<String>, usize) {
+    let (mut mismatches, mut checked) = (Vec::new(), 0);
+    for sample in samples.iter().filter(|s| (200..300).contains(&s.status)) {
+        let path = sample.path.split('?').next().unwrap_or_default();
+        let Some((template, operation)) = schemas.operation(&sample.method, path) else {
+            continue;
+        };
+        let declared = &operation["responses"][sample.status.to_string()];
+        let Some(schema) = declared["content"]["application/json"].get("schema") else {
+            continue;
+        };
+        let Ok(answer) = serde_json::from_slice::<Value>(&sample.answer) else {
+            mismatches.push(format!(
+                "{} {template}: the answer is not JSON",
+                sample.method
+            ));
+            continue;
+        };
+        checked += 1;
+        if !schemas.valid(schema, &answer) {
+            mismatches.push(format!(
+                "{} {template} → {}: {}",
+                sample.method,
+                sample.status,
+                short(&answer.to_string())
+            ));
+        }
+    }
+    (mismatches, checked)
+}
+
 fn short(text: &str) -> String {
     let out: String = text.chars().take(300).collect();
     if out.len() < text.len() {
@@ -405,6 +438,16 @@ async fn schemas_agree_with_handlers_on_the_conformance_scenarios() {
         accepted >= 100,
         "too few samples judged: {accepted} accepted, {refused} refused"
     );
+    // What the handlers answered is what the document promises (the SDKs' wire types are
+    // generated from it).
+    let (mismatches, checked) = answer_mismatches(&schemas, &samples);
+    assert!(
+        mismatches.is_empty(),
+        "{} of {checked} answers do not match their declared schema:\n{}",
+        mismatches.len(),
+        mismatches.join("\n")
+    );
+    assert!(checked >= 100, "too few answers checked: {checked}");
 }
 
 /// Every scenario step that maps to one request, as the SDKs send it (queues renamed, marks

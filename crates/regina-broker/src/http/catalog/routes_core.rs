@@ -200,7 +200,7 @@ fn configured() -> Value {
         ("queue", string()),
         ("namespace", nullable(string())),
         ("task", nullable(string())),
-        ("options", named("QueueOptions")),
+        ("options", named("QueueSettings")),
     ])
 }
 

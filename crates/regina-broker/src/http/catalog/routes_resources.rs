@@ -303,7 +303,7 @@ fn queue_detail() -> Value {
         ("namespace", nullable(string())),
         ("task", nullable(string())),
         ("createdAt", time()),
-        ("options", named("QueueOptions")),
+        ("options", named("QueueSettings")),
         ("partitionCount", integer()),
         ("partitions", array(partition)),
         ("totals", counts()),

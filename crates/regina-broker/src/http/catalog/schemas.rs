@@ -166,11 +166,43 @@ pub(crate) fn components() -> Map<String, Value> {
             ("deadLetter", integer()),
         ]),
     );
+    add("QueueSettings", queue_settings());
     add("PushResult", push_result());
     add("Message", message());
     add("AckResult", ack_result());
     add("TimeSeries", time_series());
     out
+}
+
+/// Every option of a queue as the answers report it (`regina._queue_options`): all present, none
+/// null. The request type `QueueOptions` is the configure body, whose members are all optional.
+fn queue_settings() -> Value {
+    const INTEGERS: [&str; 11] = [
+        "leaseTime",
+        "retryLimit",
+        "retryDelay",
+        "maxSize",
+        "ttl",
+        "priority",
+        "delayedProcessing",
+        "windowBuffer",
+        "retentionSeconds",
+        "completedRetentionSeconds",
+        "maxWaitTimeSeconds",
+    ];
+    const FLAGS: [&str; 4] = [
+        "deadLetterQueue",
+        "dlqAfterMaxRetries",
+        "retentionEnabled",
+        "encryptionEnabled",
+    ];
+    let properties: Vec<(&str, Value)> = INTEGERS
+        .iter()
+        .map(|name| (*name, integer()))
+        .chain(FLAGS.iter().map(|name| (*name, boolean())))
+        .collect();
+    let required: Vec<&str> = properties.iter().map(|(name, _)| *name).collect();
+    object_req(&properties, &required)
 }
 
 fn push_result() -> Value {
