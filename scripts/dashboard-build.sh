@@ -46,8 +46,20 @@ if stale sdks/typescript/dist/index.js sdks/typescript/src sdks/typescript/packa
 fi
 
 install dashboard
-if stale dashboard/dist/index.html dashboard/src dashboard/public dashboard/index.html \
-  dashboard/package-lock.json dashboard/vite.config.ts sdks/typescript/dist; then
+# The stamp, not dist's own files, records the last build: a build that produces the same files
+# leaves dist untouched, so the broker (which embeds dist) is not compiled again for nothing (the
+# SDK's own tests rebuild sdks/typescript/dist, which makes the dashboard look stale).
+stamp=dashboard/node_modules/.regina-dist-stamp
+if [[ ! -e dashboard/dist/index.html ]] || stale "$stamp" dashboard/src dashboard/public \
+  dashboard/index.html dashboard/package-lock.json dashboard/vite.config.ts sdks/typescript/dist; then
   echo "dashboard: building dashboard/dist"
-  (cd dashboard && npm run --silent build)
+  rm -rf dashboard/.dist-next
+  (cd dashboard && npm run --silent build -- --outDir .dist-next --emptyOutDir)
+  if [[ -d dashboard/dist ]] && diff -rq dashboard/dist dashboard/.dist-next >/dev/null; then
+    rm -rf dashboard/.dist-next
+  else
+    rm -rf dashboard/dist
+    mv dashboard/.dist-next dashboard/dist
+  fi
+  touch "$stamp"
 fi
