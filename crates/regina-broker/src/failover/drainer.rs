@@ -153,7 +153,6 @@ fn count(failover: &Failover, records: &[Record], rows: &[IndexedRow]) {
     struct Status<'a> {
         status: Option<&'a str>,
     }
-    failover.metrics.replayed(records.len() as u64);
     for row in rows {
         let stored = serde_json::from_str::<Status<'_>>(&row.result)
             .is_ok_and(|r| r.status == Some("queued"));
@@ -161,6 +160,8 @@ fn count(failover: &Failover, records: &[Record], rows: &[IndexedRow]) {
             failover.metrics.pushed(&record.item.queue, 1);
         }
     }
+    // Last, so that a scrape seeing the records replayed also sees the messages they stored.
+    failover.metrics.replayed(records.len() as u64);
 }
 
 /// Whether an error belongs to the records sent rather than to the database: a data or
