@@ -67,6 +67,10 @@ pub mod defaults {
     pub const DB_KEEPALIVES_COUNT: u32 = 3;
     /// `BODY_BYTES_MAX`, bytes (16 MiB).
     pub const BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
+    /// `HTTP_READ_BUFFER_BYTES_MAX`, bytes (64 KiB).
+    pub const HTTP_READ_BUFFER_BYTES_MAX: usize = 64 * 1024;
+    /// `BODY_BYTES_HELD_MAX`, bytes (2 MiB).
+    pub const BODY_BYTES_HELD_MAX: usize = 2 * 1024 * 1024;
     /// `JSON_DEPTH_MAX`, nesting levels.
     pub const JSON_DEPTH_MAX: usize = 64;
     /// `PUSH_ITEMS_MAX`, items.
@@ -110,6 +114,8 @@ pub mod defaults {
     pub const DB_PLANS_REFRESH_MS: u64 = 10_000;
     /// `BATCH_ITEMS_MAX`, push items, acks or requested pop messages per database call.
     pub const BATCH_ITEMS_MAX: usize = 2_000;
+    /// `BATCH_BYTES_MAX`, bytes of pushed items per database call (1 MiB).
+    pub const BATCH_BYTES_MAX: usize = 1024 * 1024;
     /// `LEASE_SWEEP_INTERVAL_MS`, milliseconds.
     pub const LEASE_SWEEP_INTERVAL_MS: u64 = 1_000;
     /// `RETENTION_INTERVAL`, milliseconds.
@@ -304,6 +310,18 @@ pub struct Config {
     #[arg(long, env = "BODY_BYTES_MAX", default_value_t = defaults::BODY_BYTES_MAX,
           value_parser = parse_positive_usize)]
     pub body_bytes_max: usize,
+    /// Largest read buffer of one connection, bytes (at least 8192). A request's line and
+    /// headers must fit in it; bodies are read through it in as many reads as they need.
+    #[arg(long, env = "HTTP_READ_BUFFER_BYTES_MAX",
+          default_value_t = defaults::HTTP_READ_BUFFER_BYTES_MAX,
+          value_parser = parse_read_buffer)]
+    pub http_read_buffer_bytes_max: usize,
+    /// Bytes of request bodies held at once, from reading to the answer. A request that would
+    /// go beyond waits before its body is read (one larger than the whole budget waits for all
+    /// of it), so memory stays bounded under any number of concurrent producers.
+    #[arg(long, env = "BODY_BYTES_HELD_MAX", default_value_t = defaults::BODY_BYTES_HELD_MAX,
+          value_parser = parse_positive_usize)]
+    pub body_bytes_held_max: usize,
     /// Deepest JSON nesting of a request body, levels.
     #[arg(long, env = "JSON_DEPTH_MAX", default_value_t = defaults::JSON_DEPTH_MAX,
           value_parser = parse_positive_usize)]
@@ -409,6 +427,12 @@ pub struct Config {
     #[arg(long, env = "BATCH_ITEMS_MAX", default_value_t = defaults::BATCH_ITEMS_MAX,
           value_parser = parse_positive_usize)]
     pub batch_items_max: usize,
+    /// Bytes of pushed items (their rendered arguments, payloads included) fused into one
+    /// database call; a single larger request still goes alone. Bounds the buffers each pooled
+    /// connection keeps when payloads are large.
+    #[arg(long, env = "BATCH_BYTES_MAX", default_value_t = defaults::BATCH_BYTES_MAX,
+          value_parser = parse_positive_usize)]
+    pub batch_bytes_max: usize,
     /// Period of the leader's expired-lease sweep, milliseconds.
     #[arg(long, env = "LEASE_SWEEP_INTERVAL_MS", default_value_t = defaults::LEASE_SWEEP_INTERVAL_MS,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -565,6 +589,19 @@ fn parse_secret(text: &str) -> Result<Secret, String> {
 fn parse_positive_usize(text: &str) -> Result<usize, String> {
     match text.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(format!("not a positive integer: {e}")),
+    }
+}
+
+/// The smallest `HTTP_READ_BUFFER_BYTES_MAX` the HTTP library accepts.
+pub(crate) const HTTP_READ_BUFFER_BYTES_MIN: usize = 8 * 1024;
+
+fn parse_read_buffer(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n < HTTP_READ_BUFFER_BYTES_MIN => {
+            Err(format!("must be at least {}", HTTP_READ_BUFFER_BYTES_MIN))
+        }
         Ok(n) => Ok(n),
         Err(e) => Err(format!("not a positive integer: {e}")),
     }

@@ -28,8 +28,6 @@ mod waiters;
 use std::future::Future;
 use std::time::Duration;
 
-use axum::serve::ListenerExt as _;
-
 pub use auth::settings::{AuthConfig, JwtAlgorithm};
 pub use config::{defaults, Config, LogFormat, SubscriptionMode, WebappRoot};
 pub use error::Error;
@@ -74,18 +72,14 @@ pub async fn serve(
     migrate(&config).await?;
     let grace = config.shutdown_grace();
     let state = AppState::start(config).await?;
-    let (stop, mut stopped) = tokio::sync::watch::channel(false);
-    // Small responses go out at once on keep-alive connections (no Nagle delay behind an
-    // unacknowledged segment).
-    let listener = listener.tap_io(|stream| {
-        if let Err(error) = stream.set_nodelay(true) {
-            tracing::debug!(%error, "TCP_NODELAY not set");
-        }
-    });
-    let server = axum::serve(listener, app(state.clone())).with_graceful_shutdown(async move {
-        let _ = stopped.changed().await;
-    });
-    let mut server = tokio::spawn(async move { server.await });
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let server = http::server::run(
+        listener,
+        app(state.clone()),
+        state.get().config.http_read_buffer_bytes_max,
+        stopped,
+    );
+    let mut server = tokio::spawn(server);
     tracing::info!("broker serving");
     let mut deadline = None;
     let result = tokio::select! {

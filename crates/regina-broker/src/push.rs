@@ -81,11 +81,7 @@ pub(crate) async fn store(
         Some(_) => select(&items, &blocked, false).cloned().collect(),
         None => items.clone(),
     };
-    let outcome = engine
-        .push(PushRequest {
-            items: direct.clone(),
-        })
-        .await;
+    let outcome = engine.push(PushRequest::new(direct.clone())).await;
     match outcome {
         Ok(stored) => {
             buffer.db_reached(true);

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::http::HeaderValue;
-use tokio::sync::Semaphore;
+use tokio::sync::{AcquireError, OwnedSemaphorePermit, Semaphore};
 
 use crate::auth::Authenticator;
 use crate::config::Config;
@@ -39,6 +39,8 @@ pub(crate) struct Shared {
     /// The maintenance switches in force on this instance.
     pub(crate) maintenance: Arc<Maintenance>,
     pub(crate) inflight: Arc<Semaphore>,
+    /// Room for request bodies (`BODY_BYTES_HELD_MAX`), one permit per byte.
+    pub(crate) bodies: BodyBudget,
     pub(crate) started: Instant,
     pub(crate) metrics: Arc<Metrics>,
     pub(crate) encryption: Encryption,
@@ -96,10 +98,12 @@ impl AppState {
         let history = history_start(&config, &db, &waiters, &metrics, &inflight, started);
         let stats_session = ConnectSettings::new(&config, "stats")?
             .with_statement_timeout_ms(crate::services::STATS_STATEMENT_TIMEOUT_MS);
+        let bodies = BodyBudget::new(config.body_bytes_held_max);
         let shared = Shared {
             stats_session,
             worker_id: config.worker_id(),
             inflight,
+            bodies,
             config,
             cors_origin,
             db,
@@ -198,4 +202,35 @@ fn history_start(
         identity,
         Duration::from_millis(config.stats_interval_ms.max(1)),
     )
+}
+
+/// Room for the request bodies an instance holds at once (`BODY_BYTES_HELD_MAX`), one permit
+/// per byte. Waiters are served in arrival order, so a large body is never starved by small ones.
+pub(crate) struct BodyBudget {
+    room: Arc<Semaphore>,
+    size: u32,
+}
+
+impl BodyBudget {
+    pub(crate) fn new(bytes: usize) -> BodyBudget {
+        let size = u32::try_from(bytes).unwrap_or(u32::MAX).max(1);
+        BodyBudget {
+            room: Arc::new(Semaphore::new(size as usize)),
+            size,
+        }
+    }
+
+    /// Waits for room for `bytes` (all of the budget when they are more).
+    ///
+    /// # Errors
+    /// Only if the budget were closed, which it never is.
+    pub(crate) async fn take(&self, bytes: usize) -> Result<OwnedSemaphorePermit, AcquireError> {
+        let permits = u32::try_from(bytes).unwrap_or(u32::MAX).min(self.size);
+        self.room.clone().acquire_many_owned(permits).await
+    }
+
+    /// Bytes of bodies held now.
+    pub(crate) fn held(&self) -> usize {
+        (self.size as usize).saturating_sub(self.room.available_permits())
+    }
 }

@@ -36,6 +36,12 @@ pub(crate) trait BatchOp: Send + Sync + 'static {
         1
     }
 
+    /// The bytes the request adds to a call's arguments, counted against `BATCH_BYTES_MAX` for
+    /// the same reason as [`BatchOp::weight`]; `0` where arguments are small.
+    fn bytes(_request: &Self::Request) -> usize {
+        0
+    }
+
     /// Runs one call for `requests` and answers each, in order.
     ///
     /// # Errors
@@ -66,6 +72,9 @@ pub(crate) struct BatchSettings {
     /// Total [`BatchOp::weight`] of one call at most (`BATCH_ITEMS_MAX`); a single heavier
     /// request still goes out, alone.
     pub(crate) items_max: usize,
+    /// Total [`BatchOp::bytes`] of one call at most (`BATCH_BYTES_MAX`); a single larger
+    /// request still goes out, alone.
+    pub(crate) bytes_max: usize,
     /// Optional wait for more requests before sending (`BATCH_HOLD_US`).
     pub(crate) hold: Duration,
 }
@@ -136,17 +145,19 @@ async fn dispatch<O: BatchOp>(
             tokio::time::sleep(settings.hold).await;
         }
         let mut weight = O::weight(&first.request);
+        let mut bytes = O::bytes(&first.request);
         let mut jobs = vec![first];
         while jobs.len() < settings.requests_max.max(1) {
             let Ok(job) = receiver.try_recv() else {
                 break;
             };
-            let job_weight = O::weight(&job.request);
-            if weight + job_weight > settings.items_max {
+            let (job_weight, job_bytes) = (O::weight(&job.request), O::bytes(&job.request));
+            if weight + job_weight > settings.items_max || bytes + job_bytes > settings.bytes_max {
                 carried = Some(job);
                 break;
             }
             weight += job_weight;
+            bytes += job_bytes;
             jobs.push(job);
         }
         // Requesters that already left need no database work.

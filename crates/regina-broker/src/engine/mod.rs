@@ -55,6 +55,7 @@ impl Engine {
             slots,
             requests_max: config.batch_requests_max,
             items_max: config.batch_items_max,
+            bytes_max: config.batch_bytes_max,
             hold: Duration::from_micros(config.batch_hold_us),
         };
         let announcer = Announcer::start(db.clone());

@@ -78,6 +78,15 @@ pub(crate) struct PushItem {
 pub(crate) struct PushRequest {
     /// The items.
     pub(crate) items: Arc<[PushItem]>,
+    /// Their bytes in the call's arguments.
+    bytes: usize,
+}
+
+impl PushRequest {
+    pub(crate) fn new(items: Arc<[PushItem]>) -> PushRequest {
+        let bytes = items.iter().map(|i| i.json.len() + i.payload.len()).sum();
+        PushRequest { items, bytes }
+    }
 }
 
 /// `regina.push`'s `i_items` and `i_payloads` arrays for `items`, in order.
@@ -122,6 +131,10 @@ impl BatchOp for PushOp {
 
     fn weight(request: &PushRequest) -> usize {
         request.items.len()
+    }
+
+    fn bytes(request: &PushRequest) -> usize {
+        request.bytes
     }
 
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {

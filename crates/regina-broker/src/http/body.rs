@@ -9,29 +9,48 @@ use axum::http::{header, HeaderMap};
 use bytes::Bytes;
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::value::RawValue;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::error::ApiError;
-use crate::state::AppState;
+use crate::state::{AppState, BodyBudget};
 
 /// A request body read whole under `BODY_BYTES_MAX`: the first step of every JSON endpoint
-/// (extract it last, as it consumes the request).
+/// (extract it last, as it consumes the request). Its bytes count against `BODY_BYTES_HELD_MAX`
+/// until the last reference to them is dropped.
 pub(crate) struct BodyBytes(pub(crate) Bytes);
 
 impl FromRequest<AppState> for BodyBytes {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        let limit = state.get().config.body_bytes_max;
+        let shared = state.get();
         let (parts, body) = request.into_parts();
-        read(&parts.headers, body, limit).await.map(BodyBytes)
+        read(
+            &parts.headers,
+            body,
+            shared.config.body_bytes_max,
+            &shared.bodies,
+        )
+        .await
+        .map(BodyBytes)
     }
 }
 
 /// Reads the whole body, refusing more than `limit` bytes with `413 body_too_large`.
 ///
+/// A body with a declared length first waits for that much room in `budget`, so requests that
+/// wait stay unread in their sockets; a body without one takes its room once read. The bytes
+/// come back in an allocation of their exact size that holds the room until it is freed, and
+/// the reader's buffers, often much larger than the body, go back at once.
+///
 /// # Errors
 /// `413` over the limit, `400 invalid_json` when the body cannot be read.
-pub(crate) async fn read(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ApiError> {
+pub(crate) async fn read(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+    budget: &BodyBudget,
+) -> Result<Bytes, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -39,10 +58,43 @@ pub(crate) async fn read(headers: &HeaderMap, body: Body, limit: usize) -> Resul
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::body_too_large(limit));
     }
-    match Limited::new(body, limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<LengthLimitError>() => Err(ApiError::body_too_large(limit)),
-        Err(error) => Err(ApiError::invalid_json(format!("cannot read body: {error}"))),
+    let early = match declared {
+        Some(length) => Some(room(budget, usize::try_from(length).unwrap_or(limit)).await?),
+        None => None,
+    };
+    let collected = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(error) if error.is::<LengthLimitError>() => {
+            return Err(ApiError::body_too_large(limit))
+        }
+        Err(error) => return Err(ApiError::invalid_json(format!("cannot read body: {error}"))),
+    };
+    let room = match early {
+        Some(room) => room,
+        None => room(budget, collected.len()).await?,
+    };
+    Ok(Bytes::from_owner(Held {
+        bytes: collected.to_vec().into_boxed_slice(),
+        _room: room,
+    }))
+}
+
+async fn room(budget: &BodyBudget, bytes: usize) -> Result<OwnedSemaphorePermit, ApiError> {
+    budget
+        .take(bytes)
+        .await
+        .map_err(|_| ApiError::shutting_down())
+}
+
+/// A body's bytes with the budget room they take.
+struct Held {
+    bytes: Box<[u8]>,
+    _room: OwnedSemaphorePermit,
+}
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
     }
 }
 
@@ -188,6 +240,88 @@ impl<'a> Object<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::FutureExt;
+
+    fn headers(length: Option<usize>) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(length) = length {
+            headers.insert(header::CONTENT_LENGTH, length.into());
+        }
+        headers
+    }
+
+    #[tokio::test]
+    async fn a_body_holds_its_room_until_its_last_reference_is_dropped() {
+        let budget = BodyBudget::new(1000);
+        let first = read(
+            &headers(Some(600)),
+            Body::from(vec![b' '; 600]),
+            4096,
+            &budget,
+        )
+        .await
+        .expect("read");
+        let copy = first.slice(10..20);
+        assert_eq!(budget.held(), 600);
+        // The next body needs more than what is left: it waits, unread, for room.
+        let declared = headers(Some(600));
+        let mut second = Box::pin(read(&declared, Body::from(vec![b' '; 600]), 4096, &budget));
+        assert!((&mut second).now_or_never().is_none());
+        drop(first);
+        assert!(
+            (&mut second).now_or_never().is_none(),
+            "a slice still holds it"
+        );
+        drop(copy);
+        let second = second.await.expect("read");
+        assert_eq!((second.len(), budget.held()), (600, 600));
+        drop(second);
+        assert_eq!(budget.held(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_body_larger_than_the_budget_takes_all_of_it() {
+        let budget = BodyBudget::new(1000);
+        let small = read(
+            &headers(Some(10)),
+            Body::from(vec![b' '; 10]),
+            8192,
+            &budget,
+        )
+        .await
+        .expect("read");
+        let declared = headers(Some(5000));
+        let mut big = Box::pin(read(&declared, Body::from(vec![b' '; 5000]), 8192, &budget));
+        assert!(
+            (&mut big).now_or_never().is_none(),
+            "it waits for all of it"
+        );
+        drop(small);
+        let big = big.await.expect("read");
+        assert_eq!((big.len(), budget.held()), (5000, 1000));
+        drop(big);
+        // Without a declared length, the room is taken once the body is read.
+        let unsized_body = read(&headers(None), Body::from(vec![b' '; 300]), 8192, &budget)
+            .await
+            .expect("read");
+        assert_eq!((unsized_body.len(), budget.held()), (300, 300));
+    }
+
+    #[tokio::test]
+    async fn a_body_over_the_limit_takes_no_room() {
+        let budget = BodyBudget::new(1000);
+        let refused = read(
+            &headers(Some(5000)),
+            Body::from(vec![b' '; 5000]),
+            4096,
+            &budget,
+        )
+        .await;
+        assert!(refused.is_err());
+        let refused = read(&headers(None), Body::from(vec![b' '; 5000]), 4096, &budget).await;
+        assert!(refused.is_err());
+        assert_eq!(budget.held(), 0);
+    }
 
     #[test]
     fn depth_scan_counts_nesting_outside_strings() {

@@ -95,6 +95,7 @@ fn gauge_sample(shared: &Shared) -> GaugeSample {
         pool_waiting: pool.waiting as u64,
         longpoll_waiters: shared.waiters.len() as u64,
         http_inflight: shared.inflight_in_use() as u64,
+        body_bytes_held: shared.bodies.held() as u64,
         buffer_records: buffer.pending,
         buffer_bytes: buffer.bytes,
         push_maintenance: maintenance.push_on(),

@@ -28,6 +28,7 @@ mod push_items;
 mod query;
 mod range;
 mod resources;
+pub(crate) mod server;
 mod status;
 pub(crate) mod streams;
 mod timestamp;

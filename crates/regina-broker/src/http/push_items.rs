@@ -18,7 +18,7 @@ use super::contract::fields::{self, Json, Name, RequiredName, Text};
 use super::contract::{Contract, Limits};
 use super::error::ApiError;
 use crate::encryption::Encryption;
-use crate::engine::json::to_json;
+use crate::engine::json::{to_json, to_json_sized};
 use crate::engine::PushItem;
 use crate::push::PushError;
 use crate::state::Shared;
@@ -146,6 +146,22 @@ struct SqlPushItem<'a> {
     payload_key_id: Option<&'a str>,
 }
 
+impl SqlPushItem<'_> {
+    /// The length of its JSON text when no character needs escaping: member names, quotes and
+    /// separators and the message id (151 bytes with every string empty and every option null)
+    /// plus the values.
+    fn text_len_hint(&self) -> usize {
+        let optional = |value: Option<&str>| value.map_or(4, |v| v.len() + 2);
+        151 - 3 * 4
+            + self.queue.len()
+            + self.partition.len()
+            + self.transaction_id.len()
+            + optional(self.trace_id)
+            + optional(self.producer_sub)
+            + optional(self.payload_key_id)
+    }
+}
+
 /// The `regina.push` elements of `items`. A payload is sealed when `seal(queue)` says so and a
 /// key is configured; without a key it goes as sent, and the database refuses it if the queue
 /// encrypts. `seal` is asked once per queue, so all items of a queue go alike and a refusal
@@ -170,7 +186,7 @@ pub(crate) fn render<'i, 'a: 'i>(
             } else {
                 None
             };
-            let json = to_json(&SqlPushItem {
+            let element = SqlPushItem {
                 queue: &item.queue,
                 partition: &item.partition,
                 transaction_id: &item.transaction_id,
@@ -178,7 +194,9 @@ pub(crate) fn render<'i, 'a: 'i>(
                 trace_id: item.trace_id.as_deref(),
                 producer_sub: item.producer_sub.as_deref(),
                 payload_key_id: sealed.as_ref().map(|(_, key_id)| *key_id),
-            });
+            };
+            // Held until the call that carries it: written at its size, not grown by doubling.
+            let json = to_json_sized(&element, element.text_len_hint());
             PushItem {
                 queue: item.queue.clone(),
                 partition: item.partition.clone(),

@@ -87,6 +87,7 @@ struct Gauges {
     pool_waiting: IntGauge,
     longpoll_waiters: IntGauge,
     http_inflight: IntGauge,
+    body_bytes_held: IntGauge,
     buffer_records: IntGauge,
     buffer_bytes: IntGauge,
     maintenance: IntGaugeVec,
@@ -103,6 +104,8 @@ pub(crate) struct GaugeSample {
     pub(crate) longpoll_waiters: u64,
     /// Requests holding an in-flight permit.
     pub(crate) http_inflight: u64,
+    /// Bytes of request bodies held (counted against `BODY_BYTES_HELD_MAX`).
+    pub(crate) body_bytes_held: u64,
     /// Failover buffer records pending and bytes on disk.
     pub(crate) buffer_records: u64,
     pub(crate) buffer_bytes: u64,
@@ -231,6 +234,11 @@ fn gauges(registry: &Registry) -> Gauges {
             registry,
             "http_inflight_requests",
             "Requests in flight (counted against HTTP_INFLIGHT_MAX).",
+        ),
+        body_bytes_held: gauge(
+            registry,
+            "http_body_bytes_held",
+            "Bytes of request bodies held (counted against BODY_BYTES_HELD_MAX).",
         ),
         buffer_records: gauge(
             registry,
@@ -434,6 +442,7 @@ impl Metrics {
         set(&g.pool_waiting, sample.pool_waiting);
         set(&g.longpoll_waiters, sample.longpoll_waiters);
         set(&g.http_inflight, sample.http_inflight);
+        set(&g.body_bytes_held, sample.body_bytes_held);
         set(&g.buffer_records, sample.buffer_records);
         set(&g.buffer_bytes, sample.buffer_bytes);
         set(

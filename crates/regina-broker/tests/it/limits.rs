@@ -336,3 +336,33 @@ async fn requests_beyond_http_inflight_max_answer_503_overloaded() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_head_over_the_read_buffer_is_refused_and_others_are_served() {
+    let (_b, api) = start_with(|c| c.http_read_buffer_bytes_max = 16 * 1024).await;
+    let big = "x".repeat(20 * 1024);
+    let r = api
+        .send(
+            reqwest::Method::GET,
+            "/health",
+            None,
+            &[("x-padding", big.as_str())],
+        )
+        .await;
+    assert_eq!(r.status, 431, "{r:?}");
+    let fits = "x".repeat(8 * 1024);
+    let r = api
+        .send(
+            reqwest::Method::GET,
+            "/health",
+            None,
+            &[("x-padding", fits.as_str())],
+        )
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    // A body far larger than the read buffer is read through it.
+    let r = api
+        .post_raw("/api/v1/push", &push_body_of_len(200 * 1024))
+        .await;
+    assert_eq!(r.status, 201, "{r:?}");
+}

@@ -29,6 +29,8 @@ struct Req {
     id: u32,
     /// Its share of `items_max`.
     weight: usize,
+    /// Its share of `bytes_max`.
+    bytes: usize,
     /// The statement fails whenever this request is part of the call.
     bad: bool,
 }
@@ -37,6 +39,7 @@ fn req(id: u32) -> Req {
     Req {
         id,
         weight: 1,
+        bytes: 1,
         bad: false,
     }
 }
@@ -146,6 +149,10 @@ impl BatchOp for FakeOp {
         request.weight
     }
 
+    fn bytes(request: &Req) -> usize {
+        request.bytes
+    }
+
     async fn call(&self, db: &FakeDb, requests: &[&Req]) -> Result<Vec<u32>, DbError> {
         db.run(requests.iter().map(|r| **r).collect()).await
     }
@@ -164,6 +171,19 @@ struct Harness {
 
 impl Harness {
     fn start(slots: usize, requests_max: usize, items_max: usize, script: Script) -> Harness {
+        Harness::start_with(
+            BatchSettings {
+                slots,
+                requests_max,
+                items_max,
+                bytes_max: usize::MAX,
+                hold: Duration::ZERO,
+            },
+            script,
+        )
+    }
+
+    fn start_with(settings: BatchSettings, script: Script) -> Harness {
         let (sender, started) = mpsc::unbounded_channel();
         let db = FakeDb(Arc::new(FakeState {
             script: Mutex::new(script),
@@ -174,12 +194,6 @@ impl Harness {
             in_flight_max: AtomicUsize::new(0),
             abandoned: Mutex::new(Vec::new()),
         }));
-        let settings = BatchSettings {
-            slots,
-            requests_max,
-            items_max,
-            hold: Duration::ZERO,
-        };
         let metrics = Metrics::new(Instant::now(), 10);
         let batcher = Batcher::start(Arc::new(FakeOp), db.clone(), settings, &metrics);
         let batcher = Arc::new(batcher);
@@ -266,6 +280,31 @@ async fn a_call_carries_at_most_the_item_cap() {
     assert_eq!(
         h.db.calls(),
         [vec![1], vec![2, 3], vec![4], vec![5], vec![6], vec![7, 8]]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_carries_at_most_the_byte_cap() {
+    let settings = BatchSettings {
+        slots: 1,
+        requests_max: 100,
+        items_max: 100,
+        bytes_max: 1000,
+        hold: Duration::ZERO,
+    };
+    let mut h = Harness::start_with(settings, gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    let sizes = [(2, 400), (3, 500), (4, 200), (5, 3000), (6, 999), (7, 1)];
+    pending.extend(sizes.map(|(id, bytes)| h.enqueue(Req { bytes, ..req(id) })));
+    h.db.open(100);
+    for answer in answers(pending).await {
+        answer.expect("answered");
+    }
+    // A request that does not fit opens the next call; one larger than the cap goes alone.
+    assert_eq!(
+        h.db.calls(),
+        [vec![1], vec![2, 3], vec![4], vec![5], vec![6, 7]]
     );
 }
 

@@ -190,3 +190,25 @@ fn nul_is_refused_in_text_fields_and_kept_in_payloads() {
         serde_json::json!({"k\u{0}": ["\u{0}"]})
     );
 }
+
+#[test]
+fn an_element_is_written_at_the_length_its_hint_says() {
+    let id = Uuid::now_v7();
+    let mut element = SqlPushItem {
+        queue: "orders",
+        partition: "customer-17",
+        transaction_id: "tx-1",
+        message_id: id,
+        trace_id: None,
+        producer_sub: None,
+        payload_key_id: None,
+    };
+    let exact = |e: &SqlPushItem<'_>| serde_json::to_string(e).expect("serializes").len();
+    assert_eq!(element.text_len_hint(), exact(&element));
+    element.trace_id = Some("trace");
+    element.producer_sub = Some("alice");
+    element.payload_key_id = Some("k1");
+    assert_eq!(element.text_len_hint(), exact(&element));
+    let text = to_json_sized(&element, element.text_len_hint());
+    assert_eq!(text.capacity(), text.len());
+}

@@ -35,6 +35,7 @@ const FAMILIES: &[&str] = &[
     "regina_db_pool_waiting",
     "regina_longpoll_waiters",
     "regina_http_inflight_requests",
+    "regina_http_body_bytes_held",
     "regina_failover_buffer_records",
     "regina_failover_buffer_bytes",
     "regina_maintenance_mode",
@@ -87,6 +88,7 @@ async fn the_exposition_holds_exactly_the_documented_families() {
         "regina_db_pool_connections",
         "regina_longpoll_waiters",
         "regina_http_inflight_requests",
+        "regina_http_body_bytes_held",
         "regina_maintenance_mode",
         "regina_build_info",
         "regina_process_cpu_seconds_total",
@@ -550,4 +552,45 @@ async fn stream_cycles_count_their_sink_items_and_acked_messages() {
     );
     let op = [("op", "stream_cycle")];
     assert_eq!(m.observations("regina_db_call_duration_seconds", &op), 1.0);
+}
+
+/// A push of one item to `queue` whose body is exactly `len` bytes long.
+fn push_of_len(queue: &str, len: usize) -> Vec<u8> {
+    let body = |pad: &str| format!(r#"{{"items":[{{"queue":"{queue}","payload":"{pad}"}}]}}"#);
+    let pad = "x".repeat(len - body("").len());
+    body(&pad).into_bytes()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_hold_room_until_answered_and_one_beyond_the_budget_still_goes() {
+    let (b, api) = start_with(|c| c.body_bytes_held_max = 1000).await;
+    api.push_one("held", "Default", json!(0)).await;
+    // Stores wait on this lock, so the first push holds its body while it waits.
+    let mut db = b.db().await;
+    let lock = db.transaction().await.unwrap();
+    lock.batch_execute("lock table regina.messages in exclusive mode")
+        .await
+        .unwrap();
+    let push = |len: usize| {
+        let api = api.clone();
+        tokio::spawn(async move {
+            api.post_raw("/api/v1/push", &push_of_len("held", len))
+                .await
+        })
+    };
+    let first = push(600);
+    eventually(&api, "the waiting push holds its body", |m| {
+        m.value("regina_http_body_bytes_held", &[]) == 600.0
+    })
+    .await;
+    // Larger than the whole budget: it waits for all of it, then is stored.
+    let second = push(3000);
+    lock.rollback().await.unwrap();
+    assert_eq!(first.await.unwrap().status, 201);
+    assert_eq!(second.await.unwrap().status, 201);
+    eventually(&api, "answered bodies give their room back", |m| {
+        m.value("regina_http_body_bytes_held", &[]) == 0.0
+    })
+    .await;
+    assert_eq!(api.pop("held", "batch=10").await.messages().len(), 3);
 }
