@@ -9,12 +9,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tracing::Instrument;
 
+use super::repeat::{repeating_conflicts, succeeded};
 use crate::db::DbError;
 use crate::metrics::{DbCallMetrics, Metrics};
-
-/// Deadlocks and serialization failures are repeated in-process this many times (http-api.md
-/// §4.14).
-const CONFLICT_RETRIES_MAX: usize = 3;
 
 /// One kind of fused database call.
 pub(crate) trait BatchOp: Send + Sync + 'static {
@@ -220,27 +217,19 @@ async fn call_with_retries<O: BatchOp>(
     calls: &DbCallMetrics,
     requests: &[&O::Request],
 ) -> Result<Vec<O::Response>, DbError> {
-    let mut attempt = 0;
-    loop {
-        let started = std::time::Instant::now();
-        let outcome = op.call(executor, requests).await;
-        calls.call(requests.len(), started.elapsed(), outcome.is_ok());
-        match outcome {
-            Err(DbError::Conflict(message)) if attempt < CONFLICT_RETRIES_MAX => {
-                attempt += 1;
-                tracing::debug!(%message, attempt, "conflict; repeating the call");
-            }
-            Ok(responses) if responses.len() != requests.len() => {
-                return Err(DbError::Internal(format!(
-                    "{} returned {} answers for {} requests",
-                    O::NAME,
-                    responses.len(),
-                    requests.len()
-                )));
-            }
-            other => return other,
-        }
+    let responses = repeating_conflicts(O::NAME, calls, requests.len(), succeeded, || {
+        op.call(executor, requests)
+    })
+    .await?;
+    if responses.len() != requests.len() {
+        return Err(DbError::Internal(format!(
+            "{} returned {} answers for {} requests",
+            O::NAME,
+            responses.len(),
+            requests.len()
+        )));
     }
+    Ok(responses)
 }
 
 /// Re-runs each request of a failed fused call on its own, so one bad request never fails its

@@ -7,6 +7,7 @@ pub(crate) mod announce;
 mod batcher;
 pub(crate) mod json;
 mod ops;
+mod repeat;
 mod streams;
 mod transaction;
 
@@ -20,6 +21,7 @@ pub(crate) use ops::{
     PushRequest,
 };
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
+pub(crate) use repeat::{repeating_conflicts, succeeded};
 use streams::Cycles;
 pub(crate) use streams::{CycleOutcome, CycleRequest};
 pub(crate) use transaction::TransactionRequest;

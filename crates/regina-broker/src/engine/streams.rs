@@ -7,14 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use super::announce::Announcer;
+use super::repeat::{committed_or_refused, repeating_conflicts};
 use crate::db::{CycleRow, Db, DbError};
 use crate::metrics::{AckStatus, DbCallMetrics, Metrics};
 use crate::waiters::Waiters;
-
-/// Calls one cycle may cost to deadlocks or serialization failures with other kinds of work
-/// (the lock order rules them out between cycles and transactions). Repeating is safe: nothing
-/// was applied, and every sink item already carries its ids.
-const ATTEMPTS_MAX: usize = 3;
 
 /// The member `key` of the JSON object `text`, when it has that type.
 fn field<T: serde::de::DeserializeOwned>(text: &str, key: &str) -> Option<T> {
@@ -59,24 +55,13 @@ impl Cycles {
     /// # Errors
     /// [`DbError::TransactionAborted`] when the cycle was refused, or the error of the call.
     pub(crate) async fn run(&self, request: &CycleRequest) -> Result<CycleOutcome, DbError> {
-        let mut attempt = 1;
-        let rows = loop {
-            let started = std::time::Instant::now();
-            let outcome = self
-                .db
-                .stream_cycle(&request.request, &request.payloads)
-                .await;
-            // A refused cycle is an answer, not a failed call.
-            let ok = matches!(outcome, Ok(_) | Err(DbError::TransactionAborted { .. }));
-            self.calls.call(1, started.elapsed(), ok);
-            match outcome {
-                Err(DbError::Conflict(message)) if attempt < ATTEMPTS_MAX => {
-                    tracing::info!(attempt, %message, "cycle repeated after a conflict");
-                    attempt += 1;
-                }
-                outcome => break outcome?,
-            }
-        };
+        // The lock order rules out deadlocks between cycles and transactions; the repeats cover
+        // the rare ones with other kinds of work. A refused cycle is an answer, not a failed call.
+        let rows =
+            repeating_conflicts("stream_cycle", &self.calls, 1, committed_or_refused, || {
+                self.db.stream_cycle(&request.request, &request.payloads)
+            })
+            .await?;
         let mut outcome = CycleOutcome::default();
         let mut lease_end = None;
         let mut stored = BTreeMap::<String, u64>::new();

@@ -10,15 +10,10 @@ use serde::Deserialize;
 
 use super::announce::Announcer;
 use super::ops::split_rows;
+use super::repeat::{committed_or_refused, repeating_conflicts};
 use crate::db::{AckRow, Db, DbError, IndexedRow};
 use crate::metrics::{DbCallMetrics, Metrics};
 use crate::waiters::Waiters;
-
-/// Calls of one transaction that a deadlock or serialization failure may cost. The lock order of
-/// `regina.transaction` rules out deadlocks between transactions; this covers the rare ones with
-/// other kinds of work. Repeating is safe: nothing was applied, and every pushed item already
-/// carries its ids.
-const ATTEMPTS_MAX: usize = 3;
 
 /// One validated transaction.
 pub(crate) struct TransactionRequest {
@@ -48,24 +43,13 @@ impl Transactions {
     /// # Errors
     /// [`DbError::TransactionAborted`] when an operation failed, or the error of the call.
     pub(crate) async fn run(&self, request: &TransactionRequest) -> Result<Vec<String>, DbError> {
-        let mut attempt = 1;
-        let rows = loop {
-            let started = std::time::Instant::now();
-            let outcome = self
-                .db
-                .transaction(&request.operations, &request.payloads)
-                .await;
-            // An aborted transaction is an answer, not a failed call.
-            let ok = matches!(outcome, Ok(_) | Err(DbError::TransactionAborted { .. }));
-            self.calls.call(1, started.elapsed(), ok);
-            match outcome {
-                Err(DbError::Conflict(message)) if attempt < ATTEMPTS_MAX => {
-                    tracing::info!(attempt, %message, "transaction repeated after a conflict");
-                    attempt += 1;
-                }
-                outcome => break outcome?,
-            }
-        };
+        // The lock order of `regina.transaction` rules out deadlocks between transactions; the
+        // repeats cover the rare ones with other kinds of work. An aborted transaction is an
+        // answer, not a failed call.
+        let rows = repeating_conflicts("transaction", &self.calls, 1, committed_or_refused, || {
+            self.db.transaction(&request.operations, &request.payloads)
+        })
+        .await?;
         self.count(&rows);
         let mut lease_ends = BTreeSet::new();
         let rows: Vec<IndexedRow> = rows

@@ -15,10 +15,7 @@ use super::record::Record;
 use super::store::Batch;
 use super::Failover;
 use crate::db::{DbError, IndexedRow};
-use crate::engine::{push_arrays, push_committed};
-
-/// Deadlocks and serialization failures are repeated this many times (http-api.md §4.14).
-const CONFLICT_RETRIES_MAX: usize = 3;
+use crate::engine::{push_arrays, push_committed, repeating_conflicts, succeeded};
 
 pub(super) async fn run(failover: Arc<Failover>, mut stopped: watch::Receiver<bool>) {
     let mut ticker = tokio::time::interval(failover.replay.flush);
@@ -114,29 +111,18 @@ async fn one_by_one(failover: &Failover, batch: &mut Batch) -> bool {
 async fn call(failover: &Failover, records: &[Record]) -> Result<(), DbError> {
     let items = records.iter().map(|r| &r.item);
     let (items_json, payloads) = push_arrays(items.clone());
-    let mut attempt = 0;
-    let rows = loop {
-        let started = std::time::Instant::now();
-        let outcome = failover.db.failover_replay(&items_json, &payloads).await;
-        failover
-            .replay_calls
-            .call(records.len(), started.elapsed(), outcome.is_ok());
-        match outcome {
-            Err(DbError::Conflict(message)) if attempt < CONFLICT_RETRIES_MAX => {
-                attempt += 1;
-                tracing::debug!(%message, attempt, "replay conflict; repeating the call");
-            }
-            Err(error) => return Err(error),
-            Ok(rows) if rows.len() != records.len() => {
-                return Err(DbError::Internal(format!(
-                    "replay returned {} rows for {} records",
-                    rows.len(),
-                    records.len()
-                )));
-            }
-            Ok(rows) => break rows,
-        }
-    };
+    let calls = &failover.replay_calls;
+    let rows = repeating_conflicts("failover_replay", calls, records.len(), succeeded, || {
+        failover.db.failover_replay(&items_json, &payloads)
+    })
+    .await?;
+    if rows.len() != records.len() {
+        return Err(DbError::Internal(format!(
+            "replay returned {} rows for {} records",
+            rows.len(),
+            records.len()
+        )));
+    }
     failover.db_reached(true);
     count(failover, records, &rows);
     push_committed(

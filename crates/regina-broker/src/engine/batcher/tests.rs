@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use futures::task::noop_waker_ref;
 use tokio::sync::{mpsc, Semaphore};
 
-use super::{BatchOp, BatchSettings, Batcher, CONFLICT_RETRIES_MAX};
+use super::{BatchOp, BatchSettings, Batcher};
 use crate::db::DbError;
+use crate::engine::repeat::CONFLICT_RETRIES_MAX;
 use crate::metrics::Metrics;
 
 /// Longer than anything in these tests waits for; with time paused it elapses only when every
