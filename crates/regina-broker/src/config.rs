@@ -316,9 +316,10 @@ pub struct Config {
           default_value_t = defaults::HTTP_READ_BUFFER_BYTES_MAX,
           value_parser = parse_read_buffer)]
     pub http_read_buffer_bytes_max: usize,
-    /// Bytes of request bodies held at once, from reading to the answer. A request that would
-    /// go beyond waits before its body is read (one larger than the whole budget waits for all
-    /// of it), so memory stays bounded under any number of concurrent producers.
+    /// Bytes of request bodies decoded and worked on at once, from the end of their reading to
+    /// the answer. A read body that would go beyond waits, as bytes, before it is decoded (one
+    /// larger than the whole budget waits for all of it), so what bodies expand into (parsed
+    /// items, their copies for the database) stays bounded under any number of producers.
     #[arg(long, env = "BODY_BYTES_HELD_MAX", default_value_t = defaults::BODY_BYTES_HELD_MAX,
           value_parser = parse_positive_usize)]
     pub body_bytes_held_max: usize,

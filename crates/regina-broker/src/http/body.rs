@@ -36,12 +36,13 @@ impl FromRequest<AppState> for BodyBytes {
     }
 }
 
-/// Reads the whole body, refusing more than `limit` bytes with `413 body_too_large`.
+/// Reads the whole body, refusing more than `limit` bytes with `413 body_too_large`, then waits
+/// for room for it in `budget` before anything decodes it.
 ///
-/// A body with a declared length first waits for that much room in `budget`, so requests that
-/// wait stay unread in their sockets; a body without one takes its room once read. The bytes
-/// come back in an allocation of their exact size that holds the room until it is freed, and
-/// the reader's buffers, often much larger than the body, go back at once.
+/// The bytes are copied into an allocation of their exact size, so the reader's buffers, often
+/// much larger than the body, go back at once; that allocation holds the room until it is freed.
+/// Room is taken only once the body is whole: a client that sends its body slowly holds none,
+/// and so cannot stall anyone else's request.
 ///
 /// # Errors
 /// `413` over the limit, `400 invalid_json` when the body cannot be read.
@@ -58,25 +59,15 @@ pub(crate) async fn read(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::body_too_large(limit));
     }
-    let early = match declared {
-        Some(length) => Some(room(budget, usize::try_from(length).unwrap_or(limit)).await?),
-        None => None,
-    };
-    let collected = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes().to_vec().into_boxed_slice(),
         Err(error) if error.is::<LengthLimitError>() => {
             return Err(ApiError::body_too_large(limit))
         }
         Err(error) => return Err(ApiError::invalid_json(format!("cannot read body: {error}"))),
     };
-    let room = match early {
-        Some(room) => room,
-        None => room(budget, collected.len()).await?,
-    };
-    Ok(Bytes::from_owner(Held {
-        bytes: collected.to_vec().into_boxed_slice(),
-        _room: room,
-    }))
+    let room = room(budget, bytes.len()).await?;
+    Ok(Bytes::from_owner(Held { bytes, _room: room }))
 }
 
 async fn room(budget: &BodyBudget, bytes: usize) -> Result<OwnedSemaphorePermit, ApiError> {
@@ -263,7 +254,7 @@ mod tests {
         .expect("read");
         let copy = first.slice(10..20);
         assert_eq!(budget.held(), 600);
-        // The next body needs more than what is left: it waits, unread, for room.
+        // The next body needs more than what is left: read, it waits for room.
         let declared = headers(Some(600));
         let mut second = Box::pin(read(&declared, Body::from(vec![b' '; 600]), 4096, &budget));
         assert!((&mut second).now_or_never().is_none());
@@ -277,6 +268,39 @@ mod tests {
         assert_eq!((second.len(), budget.held()), (600, 600));
         drop(second);
         assert_eq!(budget.held(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_body_still_arriving_holds_no_room() {
+        let budget = BodyBudget::new(1000);
+        let (sender, chunks) = futures::channel::mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+        let declared = headers(Some(600));
+        let mut slow = Box::pin(read(&declared, Body::from_stream(chunks), 4096, &budget));
+        sender
+            .unbounded_send(Ok(Bytes::from(vec![b' '; 100])))
+            .expect("sent");
+        assert!((&mut slow).now_or_never().is_none());
+        assert_eq!(budget.held(), 0, "a partial body takes no room");
+        // Others go by meanwhile.
+        let other = read(
+            &headers(Some(900)),
+            Body::from(vec![b' '; 900]),
+            4096,
+            &budget,
+        )
+        .await
+        .expect("read");
+        sender
+            .unbounded_send(Ok(Bytes::from(vec![b' '; 500])))
+            .expect("sent");
+        drop(sender);
+        assert!(
+            (&mut slow).now_or_never().is_none(),
+            "whole, it waits for room"
+        );
+        drop(other);
+        let slow = slow.await.expect("read");
+        assert_eq!((slow.len(), budget.held()), (600, 600));
     }
 
     #[tokio::test]
