@@ -67,8 +67,8 @@ pub mod defaults {
     pub const DB_KEEPALIVES_COUNT: u32 = 3;
     /// `BODY_BYTES_MAX`, bytes (16 MiB).
     pub const BODY_BYTES_MAX: usize = 16 * 1024 * 1024;
-    /// `HTTP_READ_BUFFER_BYTES_MAX`, bytes (64 KiB).
-    pub const HTTP_READ_BUFFER_BYTES_MAX: usize = 64 * 1024;
+    /// `HTTP_READ_BUFFER_BYTES_MAX`, bytes (16 KiB).
+    pub const HTTP_READ_BUFFER_BYTES_MAX: usize = 16 * 1024;
     /// `BODY_BYTES_HELD_MAX`, bytes (2 MiB).
     pub const BODY_BYTES_HELD_MAX: usize = 2 * 1024 * 1024;
     /// `JSON_DEPTH_MAX`, nesting levels.

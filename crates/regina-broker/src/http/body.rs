@@ -7,7 +7,7 @@ use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::{header, HeaderMap};
 use bytes::Bytes;
-use http_body_util::{BodyExt, LengthLimitError, Limited};
+use http_body_util::BodyExt;
 use serde_json::value::RawValue;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -59,13 +59,29 @@ pub(crate) async fn read(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(ApiError::body_too_large(limit));
     }
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes().to_vec().into_boxed_slice(),
-        Err(error) if error.is::<LengthLimitError>() => {
-            return Err(ApiError::body_too_large(limit))
+    // Each chunk is copied out at once, letting go of the reader's buffer it was split from. The
+    // copy grows to at most twice what arrived and never past the declared length, where it
+    // ends at its exact size: a slow sender costs what it sent.
+    let expected = declared.and_then(|n| usize::try_from(n).ok());
+    let mut bytes: Vec<u8> = Vec::new();
+    let mut body = body;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| ApiError::invalid_json(format!("cannot read body: {e}")))?;
+        let Ok(chunk) = frame.into_data() else {
+            continue;
+        };
+        let total = bytes.len() + chunk.len();
+        if total > limit {
+            return Err(ApiError::body_too_large(limit));
         }
-        Err(error) => return Err(ApiError::invalid_json(format!("cannot read body: {error}"))),
-    };
+        if total > bytes.capacity() {
+            let doubled = total.max(2 * bytes.len());
+            let size = expected.map_or(doubled, |n| n.min(doubled).max(total));
+            bytes.reserve_exact(size - bytes.len());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    let bytes = bytes.into_boxed_slice();
     let room = room(budget, bytes.len()).await?;
     Ok(Bytes::from_owner(Held { bytes, _room: room }))
 }
