@@ -257,22 +257,25 @@ mod tests {
         headers
     }
 
+    /// Reads a body of `len` bytes sent whole with its length declared.
+    async fn read_whole(len: usize, limit: usize, budget: &BodyBudget) -> Result<Bytes, ApiError> {
+        read(
+            &headers(Some(len)),
+            Body::from(vec![b' '; len]),
+            limit,
+            budget,
+        )
+        .await
+    }
+
     #[tokio::test]
     async fn a_body_holds_its_room_until_its_last_reference_is_dropped() {
         let budget = BodyBudget::new(1000);
-        let first = read(
-            &headers(Some(600)),
-            Body::from(vec![b' '; 600]),
-            4096,
-            &budget,
-        )
-        .await
-        .expect("read");
+        let first = read_whole(600, 4096, &budget).await.expect("read");
         let copy = first.slice(10..20);
         assert_eq!(budget.held(), 600);
         // The next body needs more than what is left: read, it waits for room.
-        let declared = headers(Some(600));
-        let mut second = Box::pin(read(&declared, Body::from(vec![b' '; 600]), 4096, &budget));
+        let mut second = Box::pin(read_whole(600, 4096, &budget));
         assert!((&mut second).now_or_never().is_none());
         drop(first);
         assert!(
@@ -298,14 +301,7 @@ mod tests {
         assert!((&mut slow).now_or_never().is_none());
         assert_eq!(budget.held(), 0, "a partial body takes no room");
         // Others go by meanwhile.
-        let other = read(
-            &headers(Some(900)),
-            Body::from(vec![b' '; 900]),
-            4096,
-            &budget,
-        )
-        .await
-        .expect("read");
+        let other = read_whole(900, 4096, &budget).await.expect("read");
         sender
             .unbounded_send(Ok(Bytes::from(vec![b' '; 500])))
             .expect("sent");
@@ -322,16 +318,8 @@ mod tests {
     #[tokio::test]
     async fn a_body_larger_than_the_budget_takes_all_of_it() {
         let budget = BodyBudget::new(1000);
-        let small = read(
-            &headers(Some(10)),
-            Body::from(vec![b' '; 10]),
-            8192,
-            &budget,
-        )
-        .await
-        .expect("read");
-        let declared = headers(Some(5000));
-        let mut big = Box::pin(read(&declared, Body::from(vec![b' '; 5000]), 8192, &budget));
+        let small = read_whole(10, 8192, &budget).await.expect("read");
+        let mut big = Box::pin(read_whole(5000, 8192, &budget));
         assert!(
             (&mut big).now_or_never().is_none(),
             "it waits for all of it"
@@ -350,13 +338,7 @@ mod tests {
     #[tokio::test]
     async fn a_body_over_the_limit_takes_no_room() {
         let budget = BodyBudget::new(1000);
-        let refused = read(
-            &headers(Some(5000)),
-            Body::from(vec![b' '; 5000]),
-            4096,
-            &budget,
-        )
-        .await;
+        let refused = read_whole(5000, 4096, &budget).await;
         assert!(refused.is_err());
         let refused = read(&headers(None), Body::from(vec![b' '; 5000]), 4096, &budget).await;
         assert!(refused.is_err());
