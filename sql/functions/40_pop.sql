@@ -6,7 +6,9 @@
 -- messages). A new subscription adds the ready rows of the partitions that already hold messages
 -- for it. It first takes the partitions table in share mode, which waits for pushes in flight
 -- (they did not see the subscription, so they add no rows for it) and holds new ones back until
--- commit (they will see it).
+-- commit (they will see it). Before subscribing it holds the queue row (`for key share`, as the
+-- subscription's foreign key would): a queue deleted meanwhile answers `infinity`, nothing to
+-- start from, and the caller passes the queue by.
 select regina._drop_outdated('regina._subscription_start(bigint, text, jsonb, timestamptz)',
                              'pop_request');
 create or replace function regina._subscription_start(i_queue_id bigint, i_group text,
@@ -29,6 +31,10 @@ begin
                    when v_from = 'now' or i_req."subscriptionMode" in ('new', 'new-only') then 'new'
                    else 'all' end;
     v_start := case v_mode when 'timestamp' then v_from::timestamptz when 'new' then i_now end;
+    perform 1 from regina.queues q where q.id = i_queue_id for key share;
+    if not found then
+        return 'infinity';
+    end if;
     insert into regina.subscriptions (queue_id, consumer_group, mode, start_at)
     values (i_queue_id, i_group, v_mode, v_start)
     on conflict (queue_id, consumer_group) do nothing;
@@ -483,6 +489,7 @@ declare
     v_claimed integer := 0;
     v_reason text := 'empty';
     v_wake timestamptz;
+    v_gone integer := 0;
 begin
     if i_req.queue is not null then
         v_queues := array(select q.id from regina.queues q where q.name = i_req.queue);
@@ -505,8 +512,15 @@ begin
 
     <<queues>>
     foreach v_queue_id in array v_queues loop
+        -- A queue deleted since v_queues was read is passed by, as if it had not been found.
         select * into v_q from regina.queues q where q.id = v_queue_id;
-        v_start := regina._subscription_start(v_q.id, v_group, i_req, i_now);
+        if found then
+            v_start := regina._subscription_start(v_q.id, v_group, i_req, i_now);
+        end if;
+        if not found or v_start = 'infinity' then
+            v_gone := v_gone + 1;
+            continue queues;
+        end if;
         if v_single is null then
             v_many := regina._pop_claim_many(v_q, v_group, v_budget, v_slots - v_claimed, v_auto,
                                              v_lease, v_start, i_now);
@@ -555,6 +569,10 @@ begin
         o_events := array_to_json(v_events);
     end if;
     if v_claimed = 0 then
+        if v_gone = cardinality(v_queues) then
+            o_result := json_build_object('empty', 'queue_not_found', 'wakeAt', null);
+            return;
+        end if;
         if v_single is null then
             v_wake := least(v_wake, (
                 select min(r.eligible_at) from regina.ready r

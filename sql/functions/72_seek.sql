@@ -33,7 +33,8 @@ $$;
 -- timestamp (ISO text|null)}`. Returns `{missing: "queue"|"partition"}`, or
 -- `{partitionsUpdated, targetTimestamp, cursorMovedTo}`: `cursorMovedTo` is the last message the
 -- group now counts as passed on the (last) partition sought, `{messageId, transactionId,
--- createdAt}` or null.
+-- createdAt}` or null. The queue row is held (`for key share`) throughout, so a deletion of the
+-- queue waits for the seek instead of leaving it cursors of partitions that are gone.
 create or replace function regina.consumer_group_seek(i_req jsonb, i_now timestamptz default null)
 returns jsonb
 language plpgsql as $$
@@ -51,7 +52,7 @@ declare
     v_ids bigint[];
     v_to bigint;
 begin
-    select * into v_q from regina.queues q where q.name = i_req ->> 'queue';
+    select * into v_q from regina.queues q where q.name = i_req ->> 'queue' for key share;
     if not found then
         return jsonb_build_object('missing', 'queue');
     end if;

@@ -355,6 +355,46 @@ async fn a_pop_parked_on_a_deleted_queue_keeps_waiting_and_gets_a_later_push() {
     assert_eq!(got.data(), vec![json!("new")], "{got:?}");
 }
 
+/// A pop that read the queue just before a deletion committed subscribes a new group to a queue
+/// that is gone: it answers as for a queue not found (it once failed on the subscription's
+/// foreign key with a 500). The deletion is held open on a direct connection until the pop is
+/// seen waiting for the queue row, so the interleaving is certain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pop_subscribing_while_its_queue_is_deleted_answers_queue_not_found() {
+    let (b, api) = start().await;
+    api.push_to("q", "Default", &[json!("old")]).await;
+    let db = b.db().await;
+    db.batch_execute("begin; select regina.queue_delete('q')")
+        .await
+        .expect("deletion held open");
+    let pop = {
+        let api = api.clone();
+        tokio::spawn(async move { api.pop("q", "consumerGroup=fresh").await })
+    };
+    let watcher = b.db().await;
+    regina_testkit::wait_until("the pop waits for the queue row", || async {
+        let row = watcher
+            .query_one(
+                "select count(*) from pg_stat_activity \
+                 where wait_event_type = 'Lock' and query like '%regina.pop(%'",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity");
+        row.get::<_, i64>(0) > 0
+    })
+    .await;
+    db.batch_execute("commit")
+        .await
+        .expect("deletion committed");
+    pop.await.expect("pop").assert_empty("queue_not_found");
+    api.push_to("q", "Default", &[json!("new")]).await;
+    assert_eq!(
+        api.pop("q", "consumerGroup=fresh").await.data(),
+        vec![json!("new")]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queue_clear_empties_the_queue_and_keeps_its_configuration_and_groups() {
     let (_b, api) = start().await;
