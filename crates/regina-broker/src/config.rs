@@ -429,8 +429,9 @@ pub struct Config {
           value_parser = parse_positive_usize)]
     pub batch_items_max: usize,
     /// Bytes of pushed items (their rendered arguments, payloads included) fused into one
-    /// database call; a single larger request still goes alone. Bounds the buffers each pooled
-    /// connection keeps when payloads are large.
+    /// database call, and of buffered records per failover replay call; a single larger request
+    /// or record still goes alone. Bounds the buffers each pooled connection keeps when payloads
+    /// are large.
     #[arg(long, env = "BATCH_BYTES_MAX", default_value_t = defaults::BATCH_BYTES_MAX,
           value_parser = parse_positive_usize)]
     pub batch_bytes_max: usize,

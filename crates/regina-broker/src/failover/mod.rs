@@ -49,7 +49,8 @@ struct ReplaySettings {
     flush: Duration,
     /// Records per replay call.
     records_max: usize,
-    /// Bytes of records per replay call (at least one record).
+    /// Bytes of records per replay call (at least one record): `BATCH_BYTES_MAX`, as for a fused
+    /// push, so replaying keeps the connections' buffers as small as pushing does.
     bytes_max: usize,
 }
 
@@ -91,7 +92,7 @@ impl Failover {
             replay: ReplaySettings {
                 flush: Duration::from_millis(config.file_buffer_flush_ms.max(1)),
                 records_max: config.file_buffer_max_batch,
-                bytes_max: config.body_bytes_max,
+                bytes_max: config.batch_bytes_max,
             },
             db: db.clone(),
             waiters: waiters.clone(),

@@ -337,6 +337,32 @@ async fn buffered_pushes_are_counted_then_replayed_and_stored() {
     );
 }
 
+/// A replay call carries at most `BATCH_BYTES_MAX` bytes of records (at least one), like a
+/// fused push: with a cap below one record, each record is replayed by a call of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_calls_carry_at_most_batch_bytes_max() {
+    let (_b, api) = start_with(|c| c.batch_bytes_max = 1).await;
+    let on = api
+        .post("/api/v1/system/maintenance", &json!({"enabled": true}))
+        .await;
+    assert_eq!(on.status, 200, "{on:?}");
+    let items: Vec<Value> = (0..3)
+        .map(|n| json!({"queue": "fo", "payload": n}))
+        .collect();
+    let r = api.push(Value::Array(items)).await;
+    assert_eq!(r.status, 201, "{r:?}");
+    api.post("/api/v1/system/maintenance", &json!({"enabled": false}))
+        .await;
+    let m = eventually(&api, "the buffer is replayed and emptied", |m| {
+        m.value("regina_failover_replayed_total", &[]) == 3.0
+            && m.value("regina_failover_buffer_records", &[]) == 0.0
+    })
+    .await;
+    let replay = [("op", "failover_replay")];
+    assert_eq!(m.observations("regina_batch_requests", &replay), 3.0);
+    assert_eq!(m.histogram_sum("regina_batch_requests", &replay), 3.0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queues_beyond_the_label_cap_are_counted_as_other() {
     let (_b, api) = start_with(|c| c.metrics_queue_labels_max = 2).await;
