@@ -147,9 +147,11 @@ mod tests {
         PushItem {
             queue: "q".into(),
             partition: partition.into(),
-            transaction_id: format!("t{n}"),
+            transaction_id: format!("t{n}").into(),
             message_id: uuid::Uuid::now_v7(),
-            json: "{}".into(),
+            trace_id: None,
+            producer_sub: None,
+            payload_key_id: None,
             payload: n.to_string(),
         }
     }

@@ -11,14 +11,6 @@ pub(crate) fn to_json(value: &impl Serialize) -> String {
     serde_json::to_string(value).expect("plain data serializes to JSON")
 }
 
-/// [`to_json`] into a string of `capacity` bytes: for texts held a long time, written at about
-/// their final size instead of grown by doubling.
-pub(crate) fn to_json_sized(value: &impl Serialize, capacity: usize) -> String {
-    let mut out = Vec::with_capacity(capacity);
-    serde_json::to_writer(&mut out, value).expect("plain data serializes to JSON");
-    String::from_utf8(out).expect("serde_json writes UTF-8")
-}
-
 /// Appends the object `entry` with `"index":n` inserted as its first member.
 pub(crate) fn write_indexed(out: &mut String, index: usize, entry: &str) {
     let entry = entry.trim();

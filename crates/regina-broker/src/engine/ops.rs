@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -57,20 +57,80 @@ pub(super) fn split_rows(
 }
 
 /// One push item, validated and given its ids at the edge (http-api.md §4.14 "identity first").
+/// Its names are shared with the request that prepared it (cloning one is a count), and its
+/// `regina.push` element is written only into the array of the call that carries it.
 #[derive(Clone, Debug)]
 pub(crate) struct PushItem {
     /// Queue name.
-    pub(crate) queue: String,
+    pub(crate) queue: Arc<str>,
     /// Partition name.
-    pub(crate) partition: String,
+    pub(crate) partition: Arc<str>,
     /// The client's or the generated transaction id.
-    pub(crate) transaction_id: String,
+    pub(crate) transaction_id: Arc<str>,
     /// The message id.
     pub(crate) message_id: Uuid,
-    /// The JSON object of `regina.push`'s `i_items` element.
-    pub(crate) json: String,
-    /// The payload, raw as the client sent it (an element of `i_payloads`).
+    /// The client's correlation id.
+    pub(crate) trace_id: Option<Arc<str>>,
+    /// The verified token's `sub`.
+    pub(crate) producer_sub: Option<Arc<str>>,
+    /// The key that sealed `payload`; none for a payload as the client sent it.
+    pub(crate) payload_key_id: Option<Arc<str>>,
+    /// The payload: the client's JSON text, or the sealed form (an element of `i_payloads`).
     pub(crate) payload: String,
+}
+
+impl PushItem {
+    /// Its `i_items` element.
+    pub(crate) fn element(&self) -> PushElement<'_> {
+        PushElement {
+            queue: &self.queue,
+            partition: &self.partition,
+            transaction_id: &self.transaction_id,
+            message_id: self.message_id,
+            trace_id: self.trace_id.as_deref(),
+            producer_sub: self.producer_sub.as_deref(),
+            payload_key_id: self.payload_key_id.as_deref(),
+        }
+    }
+
+    /// The bytes it adds to a call's arguments (exact unless a name needs escaping).
+    fn bytes(&self) -> usize {
+        self.element().text_len_hint() + self.payload.len()
+    }
+}
+
+/// One `i_items` element of `regina.push`, and the `item` of a failover record.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PushElement<'a> {
+    pub(crate) queue: &'a str,
+    pub(crate) partition: &'a str,
+    pub(crate) transaction_id: &'a str,
+    pub(crate) message_id: Uuid,
+    pub(crate) trace_id: Option<&'a str>,
+    pub(crate) producer_sub: Option<&'a str>,
+    pub(crate) payload_key_id: Option<&'a str>,
+}
+
+impl PushElement<'_> {
+    /// The length of its JSON text when no character needs escaping: member names, quotes and
+    /// separators and the message id (151 bytes with every string empty and every option null)
+    /// plus the values.
+    pub(crate) fn text_len_hint(&self) -> usize {
+        let optional = |value: Option<&str>| value.map_or(4, |v| v.len() + 2);
+        151 - 3 * 4
+            + self.queue.len()
+            + self.partition.len()
+            + self.transaction_id.len()
+            + optional(self.trace_id)
+            + optional(self.producer_sub)
+            + optional(self.payload_key_id)
+    }
+
+    /// Appends its JSON text to `out`.
+    pub(crate) fn write(&self, out: &mut Vec<u8>) {
+        serde_json::to_writer(out, self).expect("plain data serializes to JSON");
+    }
 }
 
 /// The items of one push request (or a part of it), in request order. Shared, so that the
@@ -84,19 +144,34 @@ pub(crate) struct PushRequest {
 
 impl PushRequest {
     pub(crate) fn new(items: Arc<[PushItem]>) -> PushRequest {
-        let bytes = items.iter().map(|i| i.json.len() + i.payload.len()).sum();
+        let bytes = items.iter().map(PushItem::bytes).sum();
         PushRequest { items, bytes }
     }
 }
 
-/// `regina.push`'s `i_items` and `i_payloads` arrays for `items`, in order.
+/// `regina.push`'s `i_items` and `i_payloads` arrays for `items`, in order, each written in one
+/// allocation of about its final size.
 pub(crate) fn push_arrays<'a>(
     items: impl Iterator<Item = &'a PushItem> + Clone,
 ) -> (String, String) {
-    (
-        json_array(items.clone().map(|i| i.json.as_str())),
-        json_array(items.map(|i| i.payload.as_str())),
-    )
+    // Each element and its comma, less the first comma, and the brackets.
+    let size: usize = items
+        .clone()
+        .map(|i| i.element().text_len_hint() + 1)
+        .sum::<usize>()
+        .max(1)
+        + 1;
+    let mut elements = Vec::with_capacity(size);
+    elements.push(b'[');
+    for item in items.clone() {
+        if elements.len() > 1 {
+            elements.push(b',');
+        }
+        item.element().write(&mut elements);
+    }
+    elements.push(b']');
+    let elements = String::from_utf8(elements).expect("serde_json writes UTF-8");
+    (elements, json_array(items.map(|i| i.payload.as_str())))
 }
 
 /// Wakes this instance's waiters of every written partition and announces the push to the
@@ -147,7 +222,7 @@ impl BatchOp for PushOp {
         push_committed(
             &self.waiters,
             &self.announcer,
-            targets.map(|i| (i.queue.as_str(), i.partition.as_str())),
+            targets.map(|i| (&*i.queue, &*i.partition)),
         );
         Ok(results)
     }

@@ -128,7 +128,7 @@ async fn call(failover: &Failover, records: &[Record]) -> Result<(), DbError> {
     push_committed(
         &failover.waiters,
         &failover.announcer,
-        items.map(|i| (i.queue.as_str(), i.partition.as_str())),
+        items.map(|i| (&*i.queue, &*i.partition)),
     );
     Ok(())
 }

@@ -30,15 +30,16 @@ pub(crate) struct Record {
 
 /// The body of the record of `item`, buffered at `at_ms`.
 pub(super) fn encode(item: &PushItem, at_ms: i64) -> Vec<u8> {
-    let mut json = String::with_capacity(item.json.len() + item.payload.len() + 40);
-    json.push_str("{\"at\":");
-    json.push_str(&at_ms.to_string());
-    json.push_str(",\"item\":");
-    json.push_str(&item.json);
-    json.push_str(",\"payload\":");
-    json.push_str(&item.payload);
-    json.push('}');
-    seal(json.into_bytes())
+    let element = item.element();
+    let mut json = Vec::with_capacity(element.text_len_hint() + item.payload.len() + 40);
+    json.extend_from_slice(b"{\"at\":");
+    json.extend_from_slice(at_ms.to_string().as_bytes());
+    json.extend_from_slice(b",\"item\":");
+    element.write(&mut json);
+    json.extend_from_slice(b",\"payload\":");
+    json.extend_from_slice(item.payload.as_bytes());
+    json.push(b'}');
+    seal(json)
 }
 
 /// Reads a verified body back.
@@ -55,26 +56,32 @@ pub(super) fn decode(body: &[u8]) -> Result<Record, String> {
         #[serde(borrow)]
         payload: &'a RawValue,
     }
+    /// The element [`PushItem::element`] wrote, read back.
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
-    struct Identity {
+    struct Element {
         queue: String,
         partition: String,
         transaction_id: String,
         message_id: Uuid,
+        trace_id: Option<String>,
+        producer_sub: Option<String>,
+        payload_key_id: Option<String>,
     }
     let json = open(body)?;
     let stored: Stored<'_> =
         serde_json::from_slice(&json).map_err(|e| format!("unreadable record: {e}"))?;
-    let identity: Identity = serde_json::from_str(stored.item.get())
+    let element: Element = serde_json::from_str(stored.item.get())
         .map_err(|e| format!("record without its identity: {e}"))?;
     Ok(Record {
         item: PushItem {
-            queue: identity.queue,
-            partition: identity.partition,
-            transaction_id: identity.transaction_id,
-            message_id: identity.message_id,
-            json: stored.item.get().to_owned(),
+            queue: element.queue.into(),
+            partition: element.partition.into(),
+            transaction_id: element.transaction_id.into(),
+            message_id: element.message_id,
+            trace_id: element.trace_id.map(Into::into),
+            producer_sub: element.producer_sub.map(Into::into),
+            payload_key_id: element.payload_key_id.map(Into::into),
             payload: stored.payload.get().to_owned(),
         },
         at_ms: stored.at,
@@ -103,17 +110,22 @@ mod tests {
     use super::*;
 
     fn item(payload: &str) -> PushItem {
-        let message_id = Uuid::now_v7();
         PushItem {
             queue: "q\"1".into(),
             partition: "p".into(),
             transaction_id: "t-1".into(),
-            message_id,
-            json: serde_json::json!({"queue": "q\"1", "partition": "p", "transactionId": "t-1",
-                                     "messageId": message_id, "traceId": null, "producerSub": null})
-            .to_string(),
+            message_id: Uuid::now_v7(),
+            trace_id: Some("trace-7".into()),
+            producer_sub: Some("alice".into()),
+            payload_key_id: Some("k1".into()),
             payload: payload.into(),
         }
+    }
+
+    fn element_text(item: &PushItem) -> String {
+        let mut out = Vec::new();
+        item.element().write(&mut out);
+        String::from_utf8(out).expect("UTF-8")
     }
 
     #[test]
@@ -121,15 +133,31 @@ mod tests {
         let original = item(r#"{"n": [1, 2.50], "s": "a\u0000b"}"#);
         let record = decode(&encode(&original, 1_700_000_000_123)).expect("decodes");
         assert_eq!(record.at_ms, 1_700_000_000_123);
-        assert_eq!(record.item.queue, "q\"1");
-        assert_eq!(record.item.partition, "p");
-        assert_eq!(record.item.transaction_id, "t-1");
+        assert_eq!(&*record.item.queue, "q\"1");
+        assert_eq!(&*record.item.partition, "p");
+        assert_eq!(&*record.item.transaction_id, "t-1");
         assert_eq!(record.item.message_id, original.message_id);
-        assert_eq!(record.item.json, original.json);
+        assert_eq!(record.item.trace_id.as_deref(), Some("trace-7"));
+        assert_eq!(record.item.producer_sub.as_deref(), Some("alice"));
+        assert_eq!(record.item.payload_key_id.as_deref(), Some("k1"));
+        assert_eq!(element_text(&record.item), element_text(&original));
         assert_eq!(
             record.item.payload, original.payload,
             "payload text kept as sent"
         );
+    }
+
+    #[test]
+    fn a_record_without_the_optional_members_reads_them_as_absent() {
+        let id = Uuid::now_v7();
+        let body = format!(
+            "\u{0}{{\"at\":5,\"item\":{{\"queue\":\"q\",\"partition\":\"p\",\
+             \"transactionId\":\"t\",\"messageId\":\"{id}\"}},\"payload\":1}}"
+        );
+        let record = decode(body.as_bytes()).expect("decodes");
+        assert_eq!(record.item.message_id, id);
+        assert!(record.item.trace_id.is_none() && record.item.payload_key_id.is_none());
+        assert_eq!(record.item.payload, "1");
     }
 
     #[test]

@@ -31,7 +31,7 @@ use super::writer::{self, Command, Framed};
 use crate::engine::PushItem;
 
 /// A partition, by queue and partition name.
-pub(crate) type PartitionKey = (String, String);
+pub(crate) type PartitionKey = (Arc<str>, Arc<str>);
 
 /// Sizes of the buffer (`FILE_BUFFER_*`).
 #[derive(Clone, Debug)]
@@ -199,12 +199,10 @@ impl Store {
         if state.blocked.is_empty() {
             return vec![false; items.len()];
         }
-        let mut key = (String::new(), String::new());
         items
             .iter()
             .map(|item| {
-                key.0.clone_from(&item.queue);
-                key.1.clone_from(&item.partition);
+                let key = (item.queue.clone(), item.partition.clone());
                 state.blocked.contains_key(&key)
             })
             .collect()
@@ -407,7 +405,7 @@ impl Store {
             "reason": reason,
             "failedAt": OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000,
             "bufferedAt": record.at_ms,
-            "item": serde_json::from_str::<serde_json::Value>(&record.item.json).ok(),
+            "item": record.item.element(),
             "payload": serde_json::from_str::<&serde_json::value::RawValue>(&record.item.payload).ok(),
         });
         let path = self

@@ -12,15 +12,14 @@ use super::test_dir::TestDir;
 use crate::engine::PushItem;
 
 fn item(partition: &str, n: usize) -> PushItem {
-    let message_id = Uuid::now_v7();
     PushItem {
         queue: "q".into(),
         partition: partition.into(),
-        transaction_id: format!("t-{n}"),
-        message_id,
-        json: serde_json::json!({"queue": "q", "partition": partition, "transactionId": format!("t-{n}"),
-                                 "messageId": message_id, "traceId": null, "producerSub": null})
-        .to_string(),
+        transaction_id: format!("t-{n}").into(),
+        message_id: Uuid::now_v7(),
+        trace_id: None,
+        producer_sub: None,
+        payload_key_id: None,
         payload: format!("{{\"n\":{n}}}"),
     }
 }
@@ -55,7 +54,12 @@ fn drain(store: &Store, batch: usize) -> Vec<String> {
         if batch.records.is_empty() && batch.corrupt.is_none() {
             break;
         }
-        out.extend(batch.records.iter().map(|r| r.item.transaction_id.clone()));
+        out.extend(
+            batch
+                .records
+                .iter()
+                .map(|r| r.item.transaction_id.to_string()),
+        );
         store.advance(&batch);
     }
     out

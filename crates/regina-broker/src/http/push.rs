@@ -97,7 +97,7 @@ fn count(shared: &Shared, items: &[PreparedItem<'_>], statuses: &[EntryStatus]) 
         match status.status.as_deref() {
             Some("queued") => match &mut run {
                 // Items of one queue usually come together: one count per run of them.
-                Some((queue, count)) if *queue == item.queue => *count += 1,
+                Some((queue, count)) if *queue == &*item.queue => *count += 1,
                 _ => {
                     if let Some((queue, count)) = run.replace((&item.queue, 1)) {
                         metrics.pushed(queue, count);

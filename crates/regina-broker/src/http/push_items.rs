@@ -8,6 +8,7 @@
 //! with the same ids.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,7 +19,7 @@ use super::contract::fields::{self, Json, Name, RequiredName, Text};
 use super::contract::{Contract, Limits};
 use super::error::ApiError;
 use crate::encryption::Encryption;
-use crate::engine::json::{to_json, to_json_sized};
+use crate::engine::json::to_json;
 use crate::engine::PushItem;
 use crate::push::PushError;
 use crate::state::Shared;
@@ -32,15 +33,16 @@ const ENCRYPTION_REQUIRED: &str = "encryption_required";
 /// The in-band code for such an item when this instance has no key.
 pub(crate) const ENCRYPTION_UNAVAILABLE: &str = "encryption_unavailable";
 
-/// A validated item with its identity fixed.
+/// A validated item with its identity fixed. Its names are shared (an item repeating the queue
+/// or partition of the one before it shares that name) and pass to the rendered item as counts.
 pub(crate) struct PreparedItem<'a> {
-    pub(crate) queue: String,
-    pub(crate) partition: String,
-    pub(crate) transaction_id: String,
+    pub(crate) queue: Arc<str>,
+    pub(crate) partition: Arc<str>,
+    pub(crate) transaction_id: Arc<str>,
     pub(crate) message_id: Uuid,
-    pub(crate) trace_id: Option<String>,
+    pub(crate) trace_id: Option<Arc<str>>,
     /// The verified token's `sub` (none without authentication; a client-sent one is ignored).
-    pub(crate) producer_sub: Option<String>,
+    pub(crate) producer_sub: Option<Arc<str>>,
     /// The payload as the client sent it (`null` when absent).
     pub(crate) payload: &'a str,
 }
@@ -102,63 +104,55 @@ pub(crate) fn prepare_at<'a>(
     limits: Limits,
     producer_sub: Option<&str>,
 ) -> Result<Vec<PreparedItem<'a>>, ApiError> {
+    let producer_sub: Option<Arc<str>> = producer_sub.map(Arc::from);
+    let mut names = Names::default();
     items
         .iter()
         .enumerate()
         .map(|(position, raw)| {
             let item: ItemBody<'a> =
                 fields::element(raw, path, position, first_index + position, limits)?;
-            Ok(prepared(item, producer_sub))
+            Ok(prepared(item, &mut names, producer_sub.clone()))
         })
         .collect()
 }
 
-fn prepared<'a>(item: ItemBody<'a>, producer_sub: Option<&str>) -> PreparedItem<'a> {
+/// The queue and partition names of the item before, shared with the next item that repeats
+/// them.
+#[derive(Default)]
+struct Names {
+    queue: Option<Arc<str>>,
+    partition: Option<Arc<str>>,
+}
+
+impl Names {
+    fn share(last: &mut Option<Arc<str>>, name: &str) -> Arc<str> {
+        match last {
+            Some(shared) if **shared == *name => shared.clone(),
+            _ => last.insert(Arc::from(name)).clone(),
+        }
+    }
+}
+
+fn prepared<'a>(
+    item: ItemBody<'a>,
+    names: &mut Names,
+    producer_sub: Option<Arc<str>>,
+) -> PreparedItem<'a> {
+    let partition = item.partition.0.as_deref().unwrap_or(DEFAULT_PARTITION);
     PreparedItem {
-        queue: item.queue.0,
-        partition: item
-            .partition
-            .0
-            .unwrap_or_else(|| DEFAULT_PARTITION.to_owned()),
+        queue: Names::share(&mut names.queue, &item.queue.0),
+        partition: Names::share(&mut names.partition, partition),
         // Identity first (http-api.md §4.14): ids are fixed before the first database attempt.
         transaction_id: item
             .transaction_id
             .0
-            .unwrap_or_else(|| Uuid::now_v7().to_string()),
+            .map_or_else(|| Uuid::now_v7().to_string().into(), Arc::from),
         message_id: Uuid::now_v7(),
-        trace_id: item.trace_id.0,
-        producer_sub: producer_sub.map(str::to_owned),
+        trace_id: item.trace_id.0.map(Arc::from),
+        producer_sub,
         // Passed through untouched: the database stores the payload text as sent.
         payload: item.payload.0.map_or("null", RawValue::get),
-    }
-}
-
-/// One `i_items` element of `regina.push`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SqlPushItem<'a> {
-    queue: &'a str,
-    partition: &'a str,
-    transaction_id: &'a str,
-    message_id: Uuid,
-    trace_id: Option<&'a str>,
-    producer_sub: Option<&'a str>,
-    payload_key_id: Option<&'a str>,
-}
-
-impl SqlPushItem<'_> {
-    /// The length of its JSON text when no character needs escaping: member names, quotes and
-    /// separators and the message id (151 bytes with every string empty and every option null)
-    /// plus the values.
-    fn text_len_hint(&self) -> usize {
-        let optional = |value: Option<&str>| value.map_or(4, |v| v.len() + 2);
-        151 - 3 * 4
-            + self.queue.len()
-            + self.partition.len()
-            + self.transaction_id.len()
-            + optional(self.trace_id)
-            + optional(self.producer_sub)
-            + optional(self.payload_key_id)
     }
 }
 
@@ -171,7 +165,7 @@ pub(crate) fn render<'i, 'a: 'i>(
     encryption: &Encryption,
     seal: impl Fn(&str) -> bool,
 ) -> Vec<PushItem> {
-    let mut decided: BTreeMap<String, bool> = BTreeMap::new();
+    let mut decided: BTreeMap<Arc<str>, bool> = BTreeMap::new();
     items
         .into_iter()
         .map(|item| {
@@ -186,23 +180,14 @@ pub(crate) fn render<'i, 'a: 'i>(
             } else {
                 None
             };
-            let element = SqlPushItem {
-                queue: &item.queue,
-                partition: &item.partition,
-                transaction_id: &item.transaction_id,
-                message_id: item.message_id,
-                trace_id: item.trace_id.as_deref(),
-                producer_sub: item.producer_sub.as_deref(),
-                payload_key_id: sealed.as_ref().map(|(_, key_id)| *key_id),
-            };
-            // Held until the call that carries it: written at its size, not grown by doubling.
-            let json = to_json_sized(&element, element.text_len_hint());
             PushItem {
                 queue: item.queue.clone(),
                 partition: item.partition.clone(),
                 transaction_id: item.transaction_id.clone(),
                 message_id: item.message_id,
-                json,
+                trace_id: item.trace_id.clone(),
+                producer_sub: item.producer_sub.clone(),
+                payload_key_id: sealed.as_ref().map(|(_, key_id)| Arc::from(*key_id)),
                 payload: sealed.map_or_else(|| item.payload.to_owned(), |(text, _)| text),
             }
         })

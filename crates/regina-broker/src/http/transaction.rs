@@ -338,7 +338,11 @@ fn render_request(operations: &[Operation<'_>], encryption: &Encryption) -> Tran
                     payloads.push_str(&texts[1..texts.len() - 1]);
                 }
                 count += pushed.len();
-                targets.extend(pushed.into_iter().map(|i| (i.queue, i.partition)));
+                targets.extend(
+                    pushed
+                        .iter()
+                        .map(|i| (i.queue.to_string(), i.partition.to_string())),
+                );
             }
         }
     }

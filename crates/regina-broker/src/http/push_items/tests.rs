@@ -2,6 +2,7 @@ use std::collections::BTreeSet;
 
 use super::*;
 use crate::config::Config;
+use crate::engine::push_arrays;
 
 /// The rendered items as `regina.push` sees them: the elements of `i_items` and `i_payloads`
 /// (comma-joined), how many, and the (queue, partition) pairs written.
@@ -14,14 +15,15 @@ struct PushRequest {
 
 impl From<Vec<PushItem>> for PushRequest {
     fn from(items: Vec<PushItem>) -> Self {
-        let join = |f: fn(&PushItem) -> &str| items.iter().map(f).collect::<Vec<_>>().join(",");
+        let (elements, payloads) = push_arrays(items.iter());
+        let inner = |array: &str| array[1..array.len() - 1].to_owned();
         PushRequest {
-            items: join(|i| &i.json),
-            payloads: join(|i| &i.payload),
+            items: inner(&elements),
+            payloads: inner(&payloads),
             count: items.len(),
             targets: items
                 .iter()
-                .map(|i| (i.queue.clone(), i.partition.clone()))
+                .map(|i| (i.queue.to_string(), i.partition.to_string()))
                 .collect(),
         }
     }
@@ -193,22 +195,30 @@ fn nul_is_refused_in_text_fields_and_kept_in_payloads() {
 
 #[test]
 fn an_element_is_written_at_the_length_its_hint_says() {
-    let id = Uuid::now_v7();
-    let mut element = SqlPushItem {
-        queue: "orders",
-        partition: "customer-17",
-        transaction_id: "tx-1",
-        message_id: id,
+    let mut item = PushItem {
+        queue: "orders".into(),
+        partition: "customer-17".into(),
+        transaction_id: "tx-1".into(),
+        message_id: Uuid::now_v7(),
         trace_id: None,
         producer_sub: None,
         payload_key_id: None,
+        payload: "1".into(),
     };
-    let exact = |e: &SqlPushItem<'_>| serde_json::to_string(e).expect("serializes").len();
-    assert_eq!(element.text_len_hint(), exact(&element));
-    element.trace_id = Some("trace");
-    element.producer_sub = Some("alice");
-    element.payload_key_id = Some("k1");
-    assert_eq!(element.text_len_hint(), exact(&element));
-    let text = to_json_sized(&element, element.text_len_hint());
-    assert_eq!(text.capacity(), text.len());
+    let exact = |i: &PushItem| {
+        let mut out = Vec::new();
+        i.element().write(&mut out);
+        out.len()
+    };
+    assert_eq!(item.element().text_len_hint(), exact(&item));
+    item.trace_id = Some("trace".into());
+    item.producer_sub = Some("alice".into());
+    item.payload_key_id = Some("k1".into());
+    assert_eq!(item.element().text_len_hint(), exact(&item));
+    let (elements, _) = push_arrays([&item, &item].into_iter());
+    assert_eq!(
+        elements.capacity(),
+        elements.len(),
+        "the array is written at its size"
+    );
 }

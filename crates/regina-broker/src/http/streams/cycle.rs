@@ -413,8 +413,10 @@ fn render(cycle: &Cycle<'_>, encryption: &Encryption) -> CycleRequest {
         cycle.ack.as_deref().unwrap_or("null"),
         cycle.release_lease
     );
-    let targets: BTreeSet<(String, String)> =
-        pushed.into_iter().map(|i| (i.queue, i.partition)).collect();
+    let targets: BTreeSet<(String, String)> = pushed
+        .iter()
+        .map(|i| (i.queue.to_string(), i.partition.to_string()))
+        .collect();
     CycleRequest {
         request,
         payloads,
