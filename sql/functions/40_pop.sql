@@ -464,9 +464,18 @@ $$;
 -- One pop request: claims up to `partitions` partitions, `batch` messages in all. o_events: per
 -- claim that delivered or settled something, what the broker's metrics count
 -- (`[{queue, delivered, firstAgesMs, expired, leasesExpired, deadLettered}]`), or null.
+--
+-- o_quiet, for a pop of one named queue over its partitions: after this call nothing is eligible
+-- for the group there (no ready row is due) until that instant, or `infinity` (until a push, a
+-- lease end or a seek); null when something may be eligible now. Read by this call's snapshot
+-- after its own claims, so a change it does not show is one that committed later: a push, an
+-- ack or a seek, each of which the broker hears of. The broker lets long-polls of the group
+-- park without asking again until then (http-api.md §4.9).
 select regina._drop_outdated('regina._pop_one(jsonb, timestamptz)', 'pop_request');
+select regina._drop_outdated('regina._pop_one(regina.pop_request, timestamptz)', 'o_quiet');
 create or replace function regina._pop_one(i_req regina.pop_request, i_now timestamptz,
-                                           out o_result json, out o_events json)
+                                           out o_result json, out o_events json,
+                                           out o_quiet text)
 language plpgsql as $$
 declare
     v_group text := coalesce(nullif(i_req."consumerGroup", ''), '__QUEUE_MODE__');
@@ -490,6 +499,7 @@ declare
     v_reason text := 'empty';
     v_wake timestamptz;
     v_gone integer := 0;
+    v_next timestamptz;
 begin
     if i_req.queue is not null then
         v_queues := array(select q.id from regina.queues q where q.name = i_req.queue);
@@ -507,6 +517,7 @@ begin
     end if;
     if cardinality(v_queues) = 0 then
         o_result := json_build_object('empty', 'queue_not_found', 'wakeAt', null);
+        o_quiet := case when i_req.queue is not null then 'infinity' end;
         return;
     end if;
 
@@ -568,6 +579,16 @@ begin
     if cardinality(v_events) > 0 then
         o_events := array_to_json(v_events);
     end if;
+    if i_req.queue is not null and v_single is null then
+        if v_gone > 0 then
+            o_quiet := 'infinity';
+        else
+            v_next := (select min(r.eligible_at) from regina.ready r
+                       where r.queue_id = v_q.id and r.consumer_group = v_group);
+            o_quiet := case when v_next is null then 'infinity'
+                            when v_next > i_now then regina._ts_us(v_next) end;
+        end if;
+    end if;
     if v_claimed = 0 then
         if v_gone = cardinality(v_queues) then
             o_result := json_build_object('empty', 'queue_not_found', 'wakeAt', null);
@@ -592,10 +613,10 @@ end
 $$;
 
 -- Pop requests of one fused batch, served in arrival order in one transaction: one row per
--- request, its result (§3.4 body or `{empty, wakeAt}`) and its events (see _pop_one).
-select regina._drop_outdated('regina.pop(jsonb, timestamptz)', 'events');
+-- request, its result (§3.4 body or `{empty, wakeAt}`), its events and its quiet (see _pop_one).
+select regina._drop_outdated('regina.pop(jsonb, timestamptz)', 'quiet');
 create or replace function regina.pop(i_reqs jsonb, i_now timestamptz default null)
-returns table (idx integer, result json, events json)
+returns table (idx integer, result json, events json, quiet text)
 -- Generic plans without sequential scans, as for regina.push.
 language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
 declare
@@ -623,6 +644,7 @@ begin
         v_one := regina._pop_one(v_req, v_now);
         result := v_one.o_result;
         events := v_one.o_events;
+        quiet := v_one.o_quiet;
         return next;
     end loop;
 end

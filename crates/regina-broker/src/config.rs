@@ -101,6 +101,8 @@ pub mod defaults {
     pub const DEFAULT_BATCH_SIZE: u32 = 1;
     /// `LONGPOLL_RECHECK_MS`, milliseconds (0 disables).
     pub const LONGPOLL_RECHECK_MS: u64 = 5_000;
+    /// `LONGPOLL_QUIET_MS`, milliseconds (0 disables).
+    pub const LONGPOLL_QUIET_MS: u64 = 1_000;
     /// `BATCH_HOLD_US`, microseconds.
     pub const BATCH_HOLD_US: u64 = 0;
     /// `BATCH_REQUESTS_MAX`, requests per database call.
@@ -388,6 +390,12 @@ pub struct Config {
     /// Safety re-check period of parked pops, milliseconds (0 disables).
     #[arg(long, env = "LONGPOLL_RECHECK_MS", default_value_t = defaults::LONGPOLL_RECHECK_MS)]
     pub longpoll_recheck_ms: u64,
+    /// How long this instance trusts that a consumer group had nothing due on a queue, letting
+    /// its long-polls there park without asking the database again, milliseconds (0 disables).
+    /// Pushes (on any instance), lease ends and seeks heard here end it at once; a lease ended
+    /// on another instance is seen after at most this long.
+    #[arg(long, env = "LONGPOLL_QUIET_MS", default_value_t = defaults::LONGPOLL_QUIET_MS)]
+    pub longpoll_quiet_ms: u64,
     /// Time a request may wait to be fused with others, microseconds (0: fuse only what is already
     /// waiting).
     #[arg(long, env = "BATCH_HOLD_US", default_value_t = defaults::BATCH_HOLD_US)]

@@ -86,7 +86,9 @@ impl Stmt {
             Stmt::Push => {
                 "select idx, result::text from regina.push($1::text::jsonb, $2::text::json, $3::boolean)"
             }
-            Stmt::Pop => "select idx, result::text, events::text from regina.pop($1::text::jsonb)",
+            Stmt::Pop => {
+                "select idx, result::text, events::text, quiet from regina.pop($1::text::jsonb)"
+            }
             Stmt::Ack => {
                 "select idx, result::text, wake_queue, wake_group, queue_name, acked, \
                  dead_lettered, leases_expired from regina.ack($1::text::jsonb, null, $2::boolean)"
@@ -151,6 +153,8 @@ pub(crate) struct PopRow {
     pub(crate) row: IndexedRow,
     /// `events`.
     pub(crate) events: Option<String>,
+    /// `quiet`: none, `infinity` or an RFC 3339 instant.
+    pub(crate) quiet: Option<String>,
 }
 
 /// The metrics columns of one `regina.ack` or `regina.transaction` row.
@@ -204,6 +208,7 @@ fn pop_row(row: &Row) -> Result<PopRow, DbError> {
     Ok(PopRow {
         row: indexed(row)?,
         events: column(row, 2)?,
+        quiet: column(row, 3)?,
     })
 }
 

@@ -18,7 +18,7 @@ use announce::Announcer;
 use batcher::{BatchSettings, Batcher};
 pub(crate) use ops::{
     push_arrays, push_committed, AckRequest, ExtendRequest, PopOutcome, PopRequest, PushItem,
-    PushRequest,
+    PushRequest, Quiet,
 };
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
 pub(crate) use repeat::{repeating_conflicts, succeeded};

@@ -245,6 +245,8 @@ pub(crate) enum PopOutcome {
         body: String,
         /// The claiming lease, released if the client left.
         lease_id: Option<Uuid>,
+        /// See [`Quiet`].
+        quiet: Option<Quiet>,
     },
     /// Nothing deliverable now.
     Empty {
@@ -252,7 +254,29 @@ pub(crate) enum PopOutcome {
         reason: String,
         /// Earliest instant something may become eligible (database clock).
         wake_at: Option<OffsetDateTime>,
+        /// See [`Quiet`].
+        quiet: Option<Quiet>,
     },
+}
+
+/// For a pop of one named queue over its partitions: after the call nothing was due for the
+/// group there until an instant (database clock), or until an event (`regina._pop_one`'s
+/// `o_quiet`). Absent when something may be due now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    /// Until this instant, or an event before it.
+    Until(OffsetDateTime),
+    /// Until an event.
+    UntilEvent,
+}
+
+impl Quiet {
+    fn parse(text: Option<&str>) -> Option<Quiet> {
+        match text? {
+            "infinity" => Some(Quiet::UntilEvent),
+            at => OffsetDateTime::parse(at, &Rfc3339).ok().map(Quiet::Until),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -265,22 +289,32 @@ struct PopProbe {
 }
 
 impl PopOutcome {
-    /// Reads a `regina.pop` result without building a tree of its payloads.
-    pub(crate) fn from_result(result: String) -> Result<PopOutcome, DbError> {
+    /// Reads a `regina.pop` result (and its `quiet`) without building a tree of its payloads.
+    pub(crate) fn from_result(result: String, quiet: Option<&str>) -> Result<PopOutcome, DbError> {
         let probe: PopProbe = serde_json::from_str(&result)
             .map_err(|e| DbError::Internal(format!("unreadable pop result: {e}")))?;
+        let quiet = Quiet::parse(quiet);
         Ok(match probe.empty {
             Some(reason) => PopOutcome::Empty {
                 reason,
                 wake_at: probe
                     .wake_at
                     .and_then(|t| OffsetDateTime::parse(&t, &Rfc3339).ok()),
+                quiet,
             },
             None => PopOutcome::Delivered {
                 lease_id: probe.lease_id.and_then(|id| Uuid::parse_str(&id).ok()),
                 body: result,
+                quiet,
             },
         })
+    }
+
+    /// See [`Quiet`].
+    pub(crate) fn quiet(&self) -> Option<Quiet> {
+        match self {
+            PopOutcome::Delivered { quiet, .. } | PopOutcome::Empty { quiet, .. } => *quiet,
+        }
     }
 }
 
@@ -305,15 +339,22 @@ impl BatchOp for PopOp {
         let rows = db.pop(&body).await?;
         // Committed: what the claims delivered and settled is counted whether or not the
         // requester is still there.
-        let rows = rows.into_iter().map(|r| {
-            if let Some(events) = &r.events {
+        let mut slots: Vec<Option<(String, Option<String>)>> = vec![None; requests.len()];
+        for row in rows {
+            if let Some(events) = &row.events {
                 self.metrics.pop_events(events);
             }
-            r.row
-        });
-        split_rows(rows, requests.iter().map(|_| 1))?
+            if let Some(slot) = slots.get_mut(row.row.idx) {
+                *slot = Some((row.row.result, row.quiet));
+            }
+        }
+        slots
             .into_iter()
-            .map(|mut results| PopOutcome::from_result(results.pop().unwrap_or_default()))
+            .map(|slot| {
+                let (result, quiet) =
+                    slot.ok_or_else(|| DbError::Internal("a result row is missing".to_owned()))?;
+                PopOutcome::from_result(result, quiet.as_deref())
+            })
             .collect()
     }
 
@@ -458,20 +499,40 @@ mod tests {
     fn pop_results_are_told_apart() {
         let empty = PopOutcome::from_result(
             r#"{"empty": "lease_held", "wakeAt": "2026-05-10T09:00:01.123Z"}"#.into(),
+            None,
         );
         assert!(
-            matches!(empty, Ok(PopOutcome::Empty { ref reason, wake_at: Some(_) }) if reason == "lease_held")
+            matches!(empty, Ok(PopOutcome::Empty { ref reason, wake_at: Some(_), quiet: None }) if reason == "lease_held")
         );
         let lease = "0196a1b2-0000-7000-8000-000000000001";
         let body = format!(
             r#"{{"success": true, "leaseId": "{lease}", "messages": [{{"data": {{"x": [1]}}}}]}}"#
         );
-        match PopOutcome::from_result(body.clone()) {
-            Ok(PopOutcome::Delivered { body: b, lease_id }) => {
+        match PopOutcome::from_result(body.clone(), Some("infinity")) {
+            Ok(PopOutcome::Delivered {
+                body: b,
+                lease_id,
+                quiet,
+            }) => {
                 assert_eq!(b, body);
                 assert_eq!(lease_id.map(|l| l.to_string()).as_deref(), Some(lease));
+                assert_eq!(quiet, Some(Quiet::UntilEvent));
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn quiet_is_an_instant_infinity_or_nothing() {
+        let at = "2026-05-10T09:00:01.123456Z";
+        assert_eq!(
+            Quiet::parse(Some(at)),
+            Some(Quiet::Until(
+                OffsetDateTime::parse(at, &Rfc3339).expect("instant")
+            ))
+        );
+        assert_eq!(Quiet::parse(Some("infinity")), Some(Quiet::UntilEvent));
+        assert_eq!(Quiet::parse(None), None);
+        assert_eq!(Quiet::parse(Some("soon")), None, "unreadable: not trusted");
     }
 }

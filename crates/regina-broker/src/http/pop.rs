@@ -20,9 +20,9 @@ use super::contract::{Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
 use crate::config::Config;
 use crate::engine::json::to_json;
-use crate::engine::{PopOutcome, PopRequest};
+use crate::engine::{PopOutcome, PopRequest, Quiet};
 use crate::state::{AppState, Shared};
-use crate::waiters::WaitKey;
+use crate::waiters::{WaitKey, WaiterGuard};
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 /// `wakeAt` comes from the database clock (microseconds); waking a hair late absorbs a small
@@ -318,15 +318,36 @@ async fn long_poll(
         .map(Duration::from_millis);
     let mut rearm = REARM_MIN;
     let mut first_attempt = true;
+    let quiet_key = params.quiet_key(shared.config.longpoll_quiet_ms);
     loop {
-        let wake_at = match shared
+        // Known to have nothing due: park without asking the database (waiters::quiet).
+        if let Some(until) = quiet_key.and_then(|(q, g)| shared.waiters.quiet(q, g)) {
+            shared.metrics.longpoll_quiet_park();
+            first_attempt = false;
+            let wake_at = until.saturating_duration_since(Instant::now()).max(rearm);
+            match park(shared, &guard, deadline, Some(wake_at), recheck).await {
+                Parked::Woken => rearm = REARM_MIN,
+                Parked::Timer => rearm = (rearm * 2).min(REARM_MAX),
+                Parked::Done(reason) => return Ok(Err(reason.to_owned())),
+            }
+            continue;
+        }
+        let ticket = quiet_key.and_then(|(q, g)| Some((q, g, shared.waiters.quiet_ask(q, g)?)));
+        let outcome = shared
             .engine
             .pop(PopRequest {
                 json: json.to_owned(),
                 batch: params.batch as usize,
             })
-            .await
-        {
+            .await;
+        if let Some((queue, group, ticket)) = ticket {
+            let quiet = outcome.as_ref().ok().and_then(PopOutcome::quiet);
+            let ttl = Duration::from_millis(shared.config.longpoll_quiet_ms);
+            shared
+                .waiters
+                .quiet_learn(queue, group, ticket, quiet.map(|q| quiet_until(q, ttl)));
+        }
+        let wake_at = match outcome {
             Ok(PopOutcome::Delivered { body, .. }) => {
                 guard.done();
                 return Ok(Ok(body));
@@ -340,34 +361,71 @@ async fn long_poll(
             Err(error) => return Err(error.into()),
         };
         first_attempt = false;
-        let now = Instant::now();
-        if shared.waiters.is_shutting_down() {
-            return Ok(Err("shutdown".to_owned()));
-        }
-        if now >= deadline {
-            return Ok(Err("timeout".to_owned()));
-        }
-        let timer = [wake_at, recheck]
-            .into_iter()
-            .flatten()
-            .min()
-            .map(|d| now + d);
-        let until = timer.map_or(deadline, |t| t.min(deadline));
-        let woken = guard.park_until(until).await;
-        if shared.waiters.is_shutting_down() {
-            return Ok(Err("shutdown".to_owned()));
-        }
-        if shared.maintenance.pop_on() {
-            return Ok(Err("paused".to_owned()));
-        }
-        if woken {
-            rearm = REARM_MIN;
-        } else if Instant::now() >= deadline {
-            return Ok(Err("timeout".to_owned()));
-        } else if wake_at.is_some() {
+        match park(shared, &guard, deadline, wake_at, recheck).await {
+            Parked::Woken => rearm = REARM_MIN,
             // A timer retry that finds nothing again backs off, so clock skew cannot spin.
-            rearm = (rearm * 2).min(REARM_MAX);
+            Parked::Timer if wake_at.is_some() => rearm = (rearm * 2).min(REARM_MAX),
+            Parked::Timer => {}
+            Parked::Done(reason) => return Ok(Err(reason.to_owned())),
         }
+    }
+}
+
+/// How a parked long-poll resumed.
+enum Parked {
+    /// An event woke it: retry now.
+    Woken,
+    /// Its timer (`wake_at` or the re-check) fired: retry.
+    Timer,
+    /// It ends with this empty reason (`timeout`, `shutdown`, `paused`).
+    Done(&'static str),
+}
+
+/// Parks a long-poll after an attempt found nothing, until an event, `wake_at` (from now), the
+/// re-check period or the deadline.
+async fn park(
+    shared: &Shared,
+    guard: &WaiterGuard,
+    deadline: Instant,
+    wake_at: Option<Duration>,
+    recheck: Option<Duration>,
+) -> Parked {
+    let now = Instant::now();
+    if shared.waiters.is_shutting_down() {
+        return Parked::Done("shutdown");
+    }
+    if now >= deadline {
+        return Parked::Done("timeout");
+    }
+    let timer = [wake_at, recheck]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(|d| now + d);
+    let until = timer.map_or(deadline, |t| t.min(deadline));
+    let woken = guard.park_until(until).await;
+    if shared.waiters.is_shutting_down() {
+        return Parked::Done("shutdown");
+    }
+    if shared.maintenance.pop_on() {
+        return Parked::Done("paused");
+    }
+    if woken {
+        Parked::Woken
+    } else if Instant::now() >= deadline {
+        Parked::Done("timeout")
+    } else {
+        Parked::Timer
+    }
+}
+
+/// The local instant until which a pop's `quiet` answer is trusted: its instant, and at most
+/// `ttl` from now.
+fn quiet_until(quiet: Quiet, ttl: Duration) -> Instant {
+    let now = Instant::now();
+    match quiet {
+        Quiet::Until(at) => now + delay_until(at).min(ttl),
+        Quiet::UntilEvent => now + ttl,
     }
 }
 
@@ -444,6 +502,18 @@ impl PopParams {
             lease_id,
             scopes,
         })
+    }
+
+    /// The queue and group whose quiet this long-poll may trust and learn: a pop of one named
+    /// queue over its partitions, when `LONGPOLL_QUIET_MS` is not 0.
+    fn quiet_key(&self, quiet_ms: u64) -> Option<(&str, &str)> {
+        match &self.target {
+            Target::Queue {
+                queue,
+                partition: None,
+            } if quiet_ms > 0 => Some((queue, &self.group)),
+            _ => None,
+        }
     }
 
     fn wait_key(&self) -> WaitKey {

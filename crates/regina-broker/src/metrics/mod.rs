@@ -124,6 +124,7 @@ pub(crate) struct Metrics {
     push_rejected: IntCounterVec,
     failover_buffered: IntCounter,
     failover_replayed: IntCounter,
+    longpoll_quiet_parks: IntCounter,
     gauges: Gauges,
     /// Failed database calls (history only: not a Prometheus family of the spec).
     db_errors: IntCounter,
@@ -340,6 +341,12 @@ impl Metrics {
                 "failover_replayed_total",
                 "Failover buffer records replayed into the database.",
             ),
+            longpoll_quiet_parks: counter(
+                &registry,
+                "longpoll_quiet_parks_total",
+                "Long-poll pop attempts that parked without a database call: their group was known \
+                 to have nothing due on the queue (LONGPOLL_QUIET_MS).",
+            ),
             gauges: gauges(&registry),
             db_errors: IntCounter::new("db_errors", "history only").expect("valid metric"),
             registry,
@@ -407,6 +414,11 @@ impl Metrics {
     /// Counts push items written to the failover buffer.
     pub(crate) fn buffered(&self, count: u64) {
         self.failover_buffered.inc_by(count);
+    }
+
+    /// Counts a long-poll attempt answered by what this instance knew (`LONGPOLL_QUIET_MS`).
+    pub(crate) fn longpoll_quiet_park(&self) {
+        self.longpoll_quiet_parks.inc();
     }
 
     /// Counts failover records whose replay committed.

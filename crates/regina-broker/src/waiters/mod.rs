@@ -12,6 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use quiet::Quiet;
+
+mod quiet;
 
 /// What a waiter waits for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +66,9 @@ struct Registry {
     /// Queue waiters by queue name, then by registration order.
     queues: HashMap<String, BTreeMap<u64, Entry>>,
     selectors: BTreeMap<u64, Entry>,
+    /// Queues and groups known to have nothing due (see `quiet`); every event below updates it
+    /// under this same lock.
+    quiet: Quiet,
 }
 
 /// The registry of parked pops of this instance.
@@ -71,10 +79,14 @@ pub(crate) struct Waiters {
 }
 
 impl Waiters {
-    /// An empty registry admitting `max` waiters (`LONGPOLL_WAITERS_MAX`).
+    /// An empty registry admitting `max` waiters (`LONGPOLL_WAITERS_MAX`), and knowing at most
+    /// as many quiet (queue, group) pairs.
     pub(crate) fn new(max: usize) -> Waiters {
         Waiters {
-            registry: Mutex::default(),
+            registry: Mutex::new(Registry {
+                quiet: Quiet::new(max),
+                ..Registry::default()
+            }),
             max,
             shutting_down: AtomicBool::new(false),
         }
@@ -155,6 +167,7 @@ impl Waiters {
     /// one pop per consumer of the group.
     pub(crate) fn push_committed(&self, queue: &str, partitions: &[&str]) {
         let mut registry = self.lock();
+        registry.quiet.forget_queue(queue);
         if let Some(entries) = registry.queues.get_mut(queue) {
             let mut budgets: HashMap<(Option<String>, String), usize> = HashMap::new();
             for parked in [true, false] {
@@ -178,6 +191,7 @@ impl Waiters {
     /// of the group.
     pub(crate) fn lease_ended(&self, queue: &str, group: &str) {
         let mut registry = self.lock();
+        registry.quiet.remove(queue, group);
         if let Some(entries) = registry.queues.get_mut(queue) {
             let mut budgets = HashMap::new();
             for parked in [true, false] {
@@ -199,6 +213,7 @@ impl Waiters {
     /// multi-queue waiter of the group. Rare, so waking all costs nothing worth budgeting.
     pub(crate) fn group_moved(&self, queue: &str, group: &str) {
         let mut registry = self.lock();
+        registry.quiet.remove(queue, group);
         if let Some(entries) = registry.queues.get_mut(queue) {
             for entry in entries.values_mut().filter(|e| e.group == group) {
                 entry.wake(false);
@@ -218,6 +233,7 @@ impl Waiters {
     /// Wakes every waiter (shutdown, pop maintenance): each re-checks why it waits.
     pub(crate) fn wake_all(&self) {
         let mut registry = self.lock();
+        registry.quiet.clear();
         let Registry {
             queues, selectors, ..
         } = &mut *registry;
@@ -228,6 +244,30 @@ impl Waiters {
         {
             entry.wake(false);
         }
+    }
+
+    /// Whether `group` is known to have nothing due on `queue` now (see `quiet`): until when, or
+    /// an event before it.
+    pub(crate) fn quiet(&self, queue: &str, group: &str) -> Option<Instant> {
+        self.lock().quiet.known(queue, group, Instant::now())
+    }
+
+    /// A pop of `group` on `queue` is about to ask the database: the ticket to pass to
+    /// [`Waiters::quiet_learn`] with its answer (none: the answer will not be kept).
+    pub(crate) fn quiet_ask(&self, queue: &str, group: &str) -> Option<u64> {
+        self.lock().quiet.ask(queue, group)
+    }
+
+    /// The answer of the pop holding `ticket`: nothing due until `Some(until)` (or an event), or
+    /// `None`, something may be due. Kept only if no event came since the ticket.
+    pub(crate) fn quiet_learn(
+        &self,
+        queue: &str,
+        group: &str,
+        ticket: u64,
+        quiet: Option<Instant>,
+    ) {
+        self.lock().quiet.learn(queue, group, ticket, quiet);
     }
 
     /// Whether shutdown has started.

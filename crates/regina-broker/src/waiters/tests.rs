@@ -166,3 +166,91 @@ async fn a_group_move_wakes_every_waiter_of_that_group_only() {
         3
     );
 }
+
+mod quiet {
+    use super::*;
+
+    fn far() -> Instant {
+        Instant::now() + Duration::from_secs(600)
+    }
+
+    /// Asks and learns that `group` has nothing due on `queue` until `until`.
+    fn learn(waiters: &Waiters, queue: &str, group: &str, until: Instant) {
+        let ticket = waiters.quiet_ask(queue, group).expect("room");
+        waiters.quiet_learn(queue, group, ticket, Some(until));
+    }
+
+    #[test]
+    fn an_answer_is_kept_until_it_expires() {
+        let waiters = Waiters::new(10);
+        assert_eq!(waiters.quiet("q", "g"), None, "nothing known yet");
+        let until = far();
+        learn(&waiters, "q", "g", until);
+        assert_eq!(waiters.quiet("q", "g"), Some(until));
+        assert_eq!(waiters.quiet("q", "other"), None, "per group");
+        assert_eq!(waiters.quiet("r", "g"), None, "per queue");
+        learn(
+            &waiters,
+            "q",
+            "g",
+            Instant::now() - Duration::from_millis(1),
+        );
+        assert_eq!(waiters.quiet("q", "g"), None, "expired");
+    }
+
+    #[test]
+    fn events_end_what_is_known() {
+        let waiters = Waiters::new(10);
+        for group in ["g", "h"] {
+            learn(&waiters, "q", group, far());
+        }
+        learn(&waiters, "r", "g", far());
+        waiters.lease_ended("q", "g");
+        assert_eq!(waiters.quiet("q", "g"), None, "a lease end, for its group");
+        assert!(waiters.quiet("q", "h").is_some());
+        waiters.push_committed("q", &["p"]);
+        assert_eq!(waiters.quiet("q", "h"), None, "a push, for every group");
+        assert!(
+            waiters.quiet("r", "g").is_some(),
+            "other queues keep theirs"
+        );
+        waiters.group_moved("r", "g");
+        assert_eq!(waiters.quiet("r", "g"), None, "a seek");
+        learn(&waiters, "q", "g", far());
+        waiters.wake_all();
+        assert_eq!(waiters.quiet("q", "g"), None, "maintenance forgets all");
+    }
+
+    #[test]
+    fn an_answer_read_before_an_event_is_not_kept() {
+        let waiters = Waiters::new(10);
+        let ticket = waiters.quiet_ask("q", "g").expect("room");
+        waiters.push_committed("q", &["p"]);
+        waiters.quiet_learn("q", "g", ticket, Some(far()));
+        assert_eq!(waiters.quiet("q", "g"), None);
+        // A later ask supersedes an earlier one: the earlier answer may predate an event.
+        let first = waiters.quiet_ask("q", "g").expect("room");
+        let second = waiters.quiet_ask("q", "g").expect("room");
+        waiters.quiet_learn("q", "g", first, Some(far()));
+        assert_eq!(waiters.quiet("q", "g"), None);
+        waiters.quiet_learn("q", "g", second, Some(far()));
+        assert!(waiters.quiet("q", "g").is_some());
+        // Something may be due: whatever was known goes.
+        let third = waiters.quiet_ask("q", "g").expect("room");
+        waiters.quiet_learn("q", "g", third, None);
+        assert_eq!(waiters.quiet("q", "g"), None);
+    }
+
+    #[test]
+    fn the_table_never_holds_more_than_its_limit() {
+        let waiters = Waiters::new(2);
+        learn(&waiters, "q1", "g", far());
+        learn(&waiters, "q2", "g", far());
+        assert_eq!(waiters.lock().quiet.len(), 2);
+        learn(&waiters, "q3", "g", far());
+        assert_eq!(waiters.lock().quiet.len(), 1, "full: started afresh");
+        assert!(waiters.quiet("q3", "g").is_some());
+        assert_eq!(waiters.quiet("q1", "g"), None);
+        assert_eq!(Waiters::new(0).quiet_ask("q", "g"), None);
+    }
+}

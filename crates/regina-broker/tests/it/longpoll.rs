@@ -322,3 +322,111 @@ async fn a_burst_wakes_as_many_parked_consumers_as_it_has_partitions() {
     got.sort_by_key(|v| v.as_i64());
     assert_eq!(got, (0..8).map(|p| json!(p)).collect::<Vec<_>>());
 }
+
+/// A broker that trusts what it knows of quiet queues far longer than any test runs, and has no
+/// periodic re-check: a long-poll it parks at once can only be answered by an event.
+async fn start_quiet_trusting() -> (regina_testkit::TestBroker, Api) {
+    start_with(|c| {
+        c.longpoll_recheck_ms = 0;
+        c.longpoll_quiet_ms = 600_000;
+    })
+    .await
+}
+
+/// Database pop calls made so far, and long-polls parked without one.
+async fn pop_calls(api: &Api) -> (f64, f64) {
+    let m = crate::prometheus::scrape::Metrics::scrape(api).await;
+    (
+        m.observations("regina_batch_requests", &[("op", "pop")]),
+        m.value("regina_longpoll_quiet_parks_total", &[]),
+    )
+}
+
+/// After a delivery that left nothing due, the consumer's next long-poll parks without asking
+/// the database; the next push ends that knowledge, and the long-poll after it is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_after_the_last_message_parks_without_a_database_call() {
+    let (_b, api) = start_quiet_trusting().await;
+    api.push_one("q", "Default", json!(1)).await;
+    let got = api.pop("q", "wait=true&timeout=1000&autoAck=true").await;
+    assert_eq!(got.data(), vec![json!(1)], "{got:?}");
+    let (calls, parks) = pop_calls(&api).await;
+    let next = api.pop("q", "wait=true&timeout=300&autoAck=true").await;
+    next.assert_empty("timeout");
+    let (calls_after, parks_after) = pop_calls(&api).await;
+    assert_eq!(
+        calls_after, calls,
+        "no database call for a queue known to be quiet"
+    );
+    assert_eq!(parks_after, parks + 1.0);
+
+    api.push_one("q", "Default", json!(2)).await;
+    let got = api.pop("q", &parked("&wait=true&autoAck=true")).await;
+    assert_eq!(
+        got.data(),
+        vec![json!(2)],
+        "the push ended the knowledge: {got:?}"
+    );
+    assert_eq!(pop_calls(&api).await.0, calls + 1.0);
+}
+
+/// A lease held by the group makes the queue quiet until it expires; an ack that ends it (here
+/// `failed`, so the message is due again at once) ends the knowledge, and the next long-poll is
+/// answered with the message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_that_ends_a_lease_ends_what_was_known() {
+    let (_b, api) = start_quiet_trusting().await;
+    api.configure("q", json!({"leaseTime": 3600, "retryLimit": 5}))
+        .await;
+    api.push_one("q", "Default", json!("m")).await;
+    let first = api.pop("q", "wait=true&timeout=1000&consumerGroup=g").await;
+    assert_eq!(first.data(), vec![json!("m")], "{first:?}");
+    let (_, parks) = pop_calls(&api).await;
+    api.pop("q", "wait=true&timeout=200&consumerGroup=g")
+        .await
+        .assert_empty("timeout");
+    assert_eq!(
+        pop_calls(&api).await.1,
+        parks + 1.0,
+        "the lease keeps the group quiet"
+    );
+    let m = &first.messages()[0];
+    let mut ack = json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                         "leaseId": first.body["leaseId"], "status": "failed",
+                         "consumerGroup": "g"});
+    ack["error"] = json!("try again");
+    let r = api.ack(ack).await;
+    assert_eq!(r.status, 200, "{r:?}");
+    let again = api.pop("q", &parked("&wait=true&consumerGroup=g")).await;
+    assert_eq!(again.data(), vec![json!("m")], "{again:?}");
+}
+
+/// What one instance knows of a quiet queue ends with a push on another instance: the push's
+/// notification either ends it before the long-poll or wakes the long-poll after it parked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_on_another_instance_ends_what_was_known() {
+    let (a, api_a) = start_quiet_trusting().await;
+    let other = regina_testkit::TestBroker::start_on(&a.database_url, |_| {}).await;
+    let api_b = Api::new(&other);
+    api_a.push_one("q", "Default", json!(1)).await;
+    let got = api_a.pop("q", "wait=true&timeout=1000&autoAck=true").await;
+    assert_eq!(got.data(), vec![json!(1)], "{got:?}");
+    api_b.push_one("q", "Default", json!(2)).await;
+    let got = api_a.pop("q", &parked("&wait=true&autoAck=true")).await;
+    assert_eq!(got.data(), vec![json!(2)], "{got:?}");
+}
+
+/// `LONGPOLL_QUIET_MS=0`: every long-poll asks the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn longpoll_quiet_ms_zero_asks_the_database_every_time() {
+    let (_b, api) = start_with(|c| c.longpoll_quiet_ms = 0).await;
+    api.push_one("q", "Default", json!(1)).await;
+    api.pop("q", "wait=true&timeout=1000&autoAck=true").await;
+    let (calls, _) = pop_calls(&api).await;
+    api.pop("q", "wait=true&timeout=100&autoAck=true")
+        .await
+        .assert_empty("timeout");
+    let (calls_after, parks) = pop_calls(&api).await;
+    assert!(calls_after > calls, "{calls_after} > {calls}");
+    assert_eq!(parks, 0.0);
+}

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::support::{start, start_with, Api};
 use scrape::Metrics;
 
-mod scrape;
+pub mod scrape;
 
 /// The families http-api.md §3.1 names (process_* aside), with the prefix.
 const FAMILIES: &[&str] = &[
@@ -27,6 +27,7 @@ const FAMILIES: &[&str] = &[
     "regina_push_rejected_total",
     "regina_failover_buffered_total",
     "regina_failover_replayed_total",
+    "regina_longpoll_quiet_parks_total",
     "regina_http_request_duration_seconds",
     "regina_db_call_duration_seconds",
     "regina_batch_requests",
