@@ -19,6 +19,7 @@ use super::contract::params::{
 use super::contract::{Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
 use crate::config::Config;
+use crate::db::DbError;
 use crate::engine::json::to_json;
 use crate::engine::{PopOutcome, PopRequest, Quiet};
 use crate::state::{AppState, Shared};
@@ -320,45 +321,27 @@ async fn long_poll(
     let mut first_attempt = true;
     let quiet_key = params.quiet_key(shared.config.longpoll_quiet_ms);
     loop {
-        // Known to have nothing due: park without asking the database (waiters::quiet).
-        if let Some(until) = quiet_key.and_then(|(q, g)| shared.waiters.quiet(q, g)) {
-            shared.metrics.longpoll_quiet_park();
-            first_attempt = false;
-            let wake_at = until.saturating_duration_since(Instant::now()).max(rearm);
-            match park(shared, &guard, deadline, Some(wake_at), recheck).await {
-                Parked::Woken => rearm = REARM_MIN,
-                Parked::Timer => rearm = (rearm * 2).min(REARM_MAX),
-                Parked::Done(reason) => return Ok(Err(reason.to_owned())),
+        let wake_at = match quiet_key.and_then(|(q, g)| shared.waiters.quiet(q, g)) {
+            // Known to have nothing due: park without asking the database (waiters::quiet).
+            Some(until) => {
+                shared.metrics.longpoll_quiet_park();
+                Some(until.saturating_duration_since(Instant::now()).max(rearm))
             }
-            continue;
-        }
-        let ticket = quiet_key.and_then(|(q, g)| Some((q, g, shared.waiters.quiet_ask(q, g)?)));
-        let outcome = shared
-            .engine
-            .pop(PopRequest {
-                json: json.to_owned(),
-                batch: params.batch as usize,
-            })
-            .await;
-        if let Some((queue, group, ticket)) = ticket {
-            let quiet = outcome.as_ref().ok().and_then(PopOutcome::quiet);
-            let ttl = Duration::from_millis(shared.config.longpoll_quiet_ms);
-            shared
-                .waiters
-                .quiet_learn(queue, group, ticket, quiet.map(|q| quiet_until(q, ttl)));
-        }
-        let wake_at = match outcome {
-            Ok(PopOutcome::Delivered { body, .. }) => {
-                guard.done();
-                return Ok(Ok(body));
-            }
-            Ok(PopOutcome::Empty { wake_at, .. }) => wake_at.map(|at| delay_until(at).max(rearm)),
-            // Once parked, a database outage does not end the wait (http-api.md §4.14).
-            Err(error) if !first_attempt => {
-                tracing::debug!(%error, "parked pop retry failed");
-                Some(DB_RETRY_DELAY)
-            }
-            Err(error) => return Err(error.into()),
+            None => match attempt(shared, params, json, quiet_key).await {
+                Ok(PopOutcome::Delivered { body, .. }) => {
+                    guard.done();
+                    return Ok(Ok(body));
+                }
+                Ok(PopOutcome::Empty { wake_at, .. }) => {
+                    wake_at.map(|at| delay_until(at).max(rearm))
+                }
+                // Once parked, a database outage does not end the wait (http-api.md §4.14).
+                Err(error) if !first_attempt => {
+                    tracing::debug!(%error, "parked pop retry failed");
+                    Some(DB_RETRY_DELAY)
+                }
+                Err(error) => return Err(error.into()),
+            },
         };
         first_attempt = false;
         match park(shared, &guard, deadline, wake_at, recheck).await {
@@ -369,6 +352,32 @@ async fn long_poll(
             Parked::Done(reason) => return Ok(Err(reason.to_owned())),
         }
     }
+}
+
+/// One pop attempt of a long-poll. With `quiet_key`, what the answer says of the group's quiet
+/// is kept (waiters::quiet), unless an event came while the call ran.
+async fn attempt(
+    shared: &Shared,
+    params: &PopParams,
+    json: &str,
+    quiet_key: Option<(&str, &str)>,
+) -> Result<PopOutcome, DbError> {
+    let ticket = quiet_key.and_then(|(q, g)| Some((q, g, shared.waiters.quiet_ask(q, g)?)));
+    let outcome = shared
+        .engine
+        .pop(PopRequest {
+            json: json.to_owned(),
+            batch: params.batch as usize,
+        })
+        .await;
+    if let Some((queue, group, ticket)) = ticket {
+        let quiet = outcome.as_ref().ok().and_then(PopOutcome::quiet);
+        let ttl = Duration::from_millis(shared.config.longpoll_quiet_ms);
+        shared
+            .waiters
+            .quiet_learn(queue, group, ticket, quiet.map(|q| quiet_until(q, ttl)));
+    }
+    outcome
 }
 
 /// How a parked long-poll resumed.
