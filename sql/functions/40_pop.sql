@@ -465,7 +465,8 @@ $$;
 -- claim that delivered or settled something, what the broker's metrics count
 -- (`[{queue, delivered, firstAgesMs, expired, leasesExpired, deadLettered}]`), or null.
 --
--- o_quiet, for a pop of one named queue over its partitions: after this call nothing is eligible
+-- o_quiet, for a pop of one named queue over its partitions that asks for it (`quiet`: the
+-- broker's long-polls; the others skip the lookup): after this call nothing is eligible
 -- for the group there (no ready row is due) until that instant, or `infinity` (until a push, a
 -- lease end or a seek); null when something may be eligible now. Read by this call's snapshot
 -- after its own claims, so a change it does not show is one that committed later: a push, an
@@ -517,7 +518,7 @@ begin
     end if;
     if cardinality(v_queues) = 0 then
         o_result := json_build_object('empty', 'queue_not_found', 'wakeAt', null);
-        o_quiet := case when i_req.queue is not null then 'infinity' end;
+        o_quiet := case when i_req.queue is not null and i_req.quiet then 'infinity' end;
         return;
     end if;
 
@@ -579,7 +580,7 @@ begin
     if cardinality(v_events) > 0 then
         o_events := array_to_json(v_events);
     end if;
-    if i_req.queue is not null and v_single is null then
+    if i_req.queue is not null and v_single is null and i_req.quiet then
         if v_gone > 0 then
             o_quiet := 'infinity';
         else

@@ -71,6 +71,9 @@ struct SqlPopRequest<'a> {
     /// The caller's queue scopes, for namespace/task pops (absent: every queue).
     #[serde(skip_serializing_if = "Option::is_none")]
     scopes: Option<&'a [String]>,
+    /// Whether the answer should say if the group is quiet on the queue (`regina._pop_one`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    quiet: bool,
 }
 
 /// A validated pop request.
@@ -84,6 +87,8 @@ struct PopParams {
     auto_ack: bool,
     subscription_mode: &'static str,
     subscription_from: Option<String>,
+    /// A long-poll that trusts and learns its group's quiet on the queue (http-api.md §4.9).
+    quiet: bool,
 }
 
 /// Query of the pops of a queue (`GET /api/v1/pop/queue/{queue}`, and of a namespace or task).
@@ -319,7 +324,7 @@ async fn long_poll(
         .map(Duration::from_millis);
     let mut rearm = REARM_MIN;
     let mut first_attempt = true;
-    let quiet_key = params.quiet_key(shared.config.longpoll_quiet_ms);
+    let quiet_key = params.quiet_key();
     loop {
         let wake_at = match quiet_key.and_then(|(q, g)| shared.waiters.quiet(q, g)) {
             // Known to have nothing due: park without asking the database (waiters::quiet).
@@ -457,6 +462,18 @@ impl PopParams {
         let timeout_default = i64::try_from(config.default_timeout_ms)
             .unwrap_or(i64::MAX)
             .min(timeout_max);
+        let timeout_ms = query.timeout.0.unwrap_or(timeout_default).unsigned_abs();
+        // Long-polls of one named queue over its partitions (http-api.md §4.9).
+        let quiet = query.wait.0
+            && timeout_ms > 0
+            && config.longpoll_quiet_ms > 0
+            && matches!(
+                target,
+                Target::Queue {
+                    partition: None,
+                    ..
+                }
+            );
         PopParams {
             target,
             group: query
@@ -469,13 +486,14 @@ impl PopParams {
                 .unwrap_or_else(|| config.default_batch_size.into()),
             partitions,
             wait: query.wait.0,
-            timeout_ms: query.timeout.0.unwrap_or(timeout_default).unsigned_abs(),
+            timeout_ms,
             auto_ack: query.auto_ack.0,
             subscription_mode: query
                 .subscription_mode
                 .0
                 .unwrap_or_else(|| config.default_subscription_mode.sql_name()),
             subscription_from: query.subscription_from.0,
+            quiet,
         }
     }
 
@@ -510,17 +528,14 @@ impl PopParams {
             subscription_from: self.subscription_from.as_deref(),
             lease_id,
             scopes,
+            quiet: self.quiet,
         })
     }
 
-    /// The queue and group whose quiet this long-poll may trust and learn: a pop of one named
-    /// queue over its partitions, when `LONGPOLL_QUIET_MS` is not 0.
-    fn quiet_key(&self, quiet_ms: u64) -> Option<(&str, &str)> {
+    /// The queue and group whose quiet this long-poll trusts and learns, if it does.
+    fn quiet_key(&self) -> Option<(&str, &str)> {
         match &self.target {
-            Target::Queue {
-                queue,
-                partition: None,
-            } if quiet_ms > 0 => Some((queue, &self.group)),
+            Target::Queue { queue, .. } if self.quiet => Some((queue, &self.group)),
             _ => None,
         }
     }
