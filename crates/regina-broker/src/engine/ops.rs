@@ -20,16 +20,43 @@ use crate::waiters::Waiters;
 /// doubling would hold up to three times that at once.
 fn json_array<'a>(fragments: impl Iterator<Item = &'a str> + Clone) -> String {
     let size: usize = fragments.clone().map(|f| f.len() + 1).sum::<usize>() + 2;
-    let mut out = String::with_capacity(size);
-    out.push('[');
-    for fragment in fragments.filter(|f| !f.is_empty()) {
+    write_array(fragments.filter(|f| !f.is_empty()), size, |out, f| {
+        out.extend_from_slice(f.as_bytes());
+    })
+}
+
+/// `[…]` with `write` appending each item's JSON, comma-separated, into one allocation of `size`
+/// bytes (the array's exact size when the caller knows it).
+fn write_array<T>(
+    items: impl Iterator<Item = T>,
+    size: usize,
+    mut write: impl FnMut(&mut Vec<u8>, T),
+) -> String {
+    let mut out = Vec::with_capacity(size);
+    out.push(b'[');
+    for item in items {
         if out.len() > 1 {
-            out.push(',');
+            out.push(b',');
         }
-        out.push_str(fragment);
+        write(&mut out, item);
     }
-    out.push(']');
-    out
+    out.push(b']');
+    String::from_utf8(out).expect("JSON text is UTF-8")
+}
+
+/// Each row's value at its index among `total` slots; a slot no row names stays empty.
+fn placed<T>(rows: impl IntoIterator<Item = (usize, T)>, total: usize) -> Vec<Option<T>> {
+    let mut slots: Vec<Option<T>> = std::iter::repeat_with(|| None).take(total).collect();
+    for (idx, value) in rows {
+        if let Some(slot) = slots.get_mut(idx) {
+            *slot = Some(value);
+        }
+    }
+    slots
+}
+
+fn row_missing() -> DbError {
+    DbError::Internal("a result row is missing".to_owned())
 }
 
 /// Places each row at its index and splits the results into runs of `counts`.
@@ -38,20 +65,14 @@ pub(super) fn split_rows(
     counts: impl Iterator<Item = usize> + Clone,
 ) -> Result<Vec<Vec<String>>, DbError> {
     let total: usize = counts.clone().sum();
-    let mut slots: Vec<Option<String>> = vec![None; total];
-    for row in rows {
-        if let Some(slot) = slots.get_mut(row.idx) {
-            *slot = Some(row.result);
-        }
-    }
-    let mut slots = slots.into_iter();
+    let mut slots = placed(rows.into_iter().map(|r| (r.idx, r.result)), total).into_iter();
     counts
         .map(|count| {
             slots
                 .by_ref()
                 .take(count)
                 .collect::<Option<Vec<String>>>()
-                .ok_or_else(|| DbError::Internal("a result row is missing".to_owned()))
+                .ok_or_else(row_missing)
         })
         .collect()
 }
@@ -161,16 +182,7 @@ pub(crate) fn push_arrays<'a>(
         .sum::<usize>()
         .max(1)
         + 1;
-    let mut elements = Vec::with_capacity(size);
-    elements.push(b'[');
-    for item in items.clone() {
-        if elements.len() > 1 {
-            elements.push(b',');
-        }
-        item.element().write(&mut elements);
-    }
-    elements.push(b']');
-    let elements = String::from_utf8(elements).expect("serde_json writes UTF-8");
+    let elements = write_array(items.clone(), size, |out, i| i.element().write(out));
     (elements, json_array(items.map(|i| i.payload.as_str())))
 }
 
@@ -339,20 +351,16 @@ impl BatchOp for PopOp {
         let rows = db.pop(&body).await?;
         // Committed: what the claims delivered and settled is counted whether or not the
         // requester is still there.
-        let mut slots: Vec<Option<(String, Option<String>)>> = vec![None; requests.len()];
-        for row in rows {
+        let rows = rows.into_iter().map(|row| {
             if let Some(events) = &row.events {
                 self.metrics.pop_events(events);
             }
-            if let Some(slot) = slots.get_mut(row.row.idx) {
-                *slot = Some((row.row.result, row.quiet));
-            }
-        }
-        slots
+            (row.row.idx, (row.row.result, row.quiet))
+        });
+        placed(rows, requests.len())
             .into_iter()
             .map(|slot| {
-                let (result, quiet) =
-                    slot.ok_or_else(|| DbError::Internal("a result row is missing".to_owned()))?;
+                let (result, quiet) = slot.ok_or_else(row_missing)?;
                 PopOutcome::from_result(result, quiet.as_deref())
             })
             .collect()
