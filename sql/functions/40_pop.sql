@@ -595,7 +595,11 @@ begin
             o_result := json_build_object('empty', 'queue_not_found', 'wakeAt', null);
             return;
         end if;
-        if v_single is null then
+        -- A quiet answer read the group's earliest ready row already: nothing was due, so it
+        -- is the earliest future one (or there is none).
+        if o_quiet is not null then
+            v_wake := least(v_wake, v_next);
+        elsif v_single is null then
             v_wake := least(v_wake, (
                 select min(r.eligible_at) from regina.ready r
                 where r.queue_id = any (v_queues) and r.consumer_group = v_group
