@@ -254,7 +254,11 @@ declare
     v_marks bigint[];
     v_head bigint;
     v_i integer;
+    v_k integer := 1;
     v_c regina.cursors;
+    -- Fewer messages than the budget: every claimed partition was read to its end (as this
+    -- read saw it), so a head without marks moves just past the last message read.
+    v_whole boolean;
 begin
     -- The outer `limit` stops the nested loop once the budget is taken: later cursors are not read.
     select coalesce(array_agg(x.message order by x.ord, x.seq), '{}'),
@@ -292,6 +296,7 @@ begin
     -- cursors with the claims would leave the join order to estimates that a plan made while the
     -- table was small gets wrong).
     o_claimed := '{}';
+    v_whole := cardinality(v_partitions) < i_budget;
     v_i := 1;
     while v_i <= cardinality(v_partitions) loop
         v_partition_id := v_partitions[v_i];
@@ -309,11 +314,19 @@ begin
             where c.partition_id = v_partition_id and c.consumer_group = v_group;
             continue;
         end if;
-        select c.marks into v_marks from regina.cursors c
-        where c.partition_id = v_partition_id and c.consumer_group = v_group;
-        v_head := regina._advance(v_partition_id, v_last + 1, v_marks, v_group);
+        -- The claimed partitions are a subsequence of the (locked, hence current) cursors.
+        while i_cursors[v_k].partition_id <> v_partition_id loop
+            v_k := v_k + 1;
+        end loop;
+        v_marks := i_cursors[v_k].marks;
+        if v_whole and cardinality(v_marks) = 0 then
+            v_head := v_last + 1;
+        else
+            v_head := regina._advance(v_partition_id, v_last + 1, v_marks, v_group);
+            v_marks := regina._marks_from(v_marks, v_head);
+        end if;
         update regina.cursors c
-        set next_seq = v_head, marks = regina._marks_from(v_marks, v_head), head_attempts = 0,
+        set next_seq = v_head, marks = v_marks, head_attempts = 0,
             head_error = null, total_consumed = c.total_consumed + v_count,
             batches_consumed = c.batches_consumed + 1, last_consumed_at = i_now,
             last_claim_at = i_now
@@ -423,8 +436,7 @@ begin
             end if;
         end loop;
         if cardinality(v_plain_cursors) > 0 then
-            select * into v_set
-            from regina._pop_claim_set(i_q, v_plain_cursors, i_budget, i_auto, i_lease, i_now);
+            v_set := regina._pop_claim_set(i_q, v_plain_cursors, i_budget, i_auto, i_lease, i_now);
                 o_messages := o_messages || v_set.o_messages;
                 o_claimed := o_claimed || v_set.o_claimed;
                 i_budget := i_budget - cardinality(v_set.o_messages);
@@ -503,7 +515,9 @@ declare
     v_next timestamptz;
 begin
     if i_req.queue is not null then
-        v_queues := array(select q.id from regina.queues q where q.name = i_req.queue);
+        -- One named queue: its row is read here once (the loop below reads it by id otherwise).
+        select * into v_q from regina.queues q where q.name = i_req.queue;
+        v_queues := case when found then array[v_q.id] else '{}' end;
     else
         v_queues := regina._pop_queue_order(nullif(i_req.namespace, ''),
                                             nullif(i_req.task, ''), v_group);
@@ -525,11 +539,13 @@ begin
     <<queues>>
     foreach v_queue_id in array v_queues loop
         -- A queue deleted since v_queues was read is passed by, as if it had not been found.
-        select * into v_q from regina.queues q where q.id = v_queue_id;
-        if found then
+        if i_req.queue is null then
+            select * into v_q from regina.queues q where q.id = v_queue_id;
+        end if;
+        if v_q.id = v_queue_id then
             v_start := regina._subscription_start(v_q.id, v_group, i_req, i_now);
         end if;
-        if not found or v_start = 'infinity' then
+        if v_q.id is distinct from v_queue_id or v_start = 'infinity' then
             v_gone := v_gone + 1;
             continue queues;
         end if;
