@@ -16,6 +16,10 @@ use super::ConnectSettings;
 const PUSH_CHANNEL: &str = "regina_push";
 /// Notification channel of the maintenance switches.
 const MAINTENANCE_CHANNEL: &str = "regina_maintenance";
+/// Notification channel on which a listen session says it started.
+const PEER_CHANNEL: &str = "regina_peer";
+/// `application_name` role of the listen sessions: how instances find each other's.
+pub(crate) const LISTEN_ROLE: &str = "listen";
 
 /// One notification of the LISTEN session.
 #[derive(Debug)]
@@ -30,6 +34,42 @@ pub(crate) enum Notice {
         /// On or off.
         enabled: bool,
     },
+    /// A listen session started (another instance, unless the pid is this session's own).
+    Peer {
+        /// Backend of the session that started.
+        sender_pid: i32,
+    },
+}
+
+/// An open listen session.
+pub(crate) struct ListenSession {
+    /// Keep it alive while reading the notices.
+    pub(crate) client: Client,
+    /// The notices, until the session ends (then the receiver closes).
+    pub(crate) notices: mpsc::UnboundedReceiver<Notice>,
+    /// This session's backend.
+    pub(crate) pid: i32,
+}
+
+impl ListenSession {
+    /// Whether the listen session of another broker instance is open on this database (they are
+    /// named `regina-listen-…`; see [`LISTEN_ROLE`]).
+    ///
+    /// # Errors
+    /// [`DbError`] when the session fails.
+    pub(crate) async fn peers_listening(&self) -> Result<bool, DbError> {
+        let row = self
+            .client
+            .query_one(
+                "select exists (select 1 from pg_stat_activity
+                                where datname = current_database() and pid <> pg_backend_pid()
+                                  and application_name like 'regina-' || $1 || '-%')",
+                &[&LISTEN_ROLE],
+            )
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(row.get(0))
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -51,15 +91,13 @@ pub(crate) struct PushNotice {
 }
 
 impl ConnectSettings {
-    /// Opens a session listening on both channels. The notices arrive on the receiver until
-    /// the session ends (then the receiver closes), starting with the current maintenance
-    /// switches; keep the client alive meanwhile.
+    /// Opens a session listening on the three channels, and says on `regina_peer` that it
+    /// started. The notices arrive until the session ends, starting with the current maintenance
+    /// switches.
     ///
     /// # Errors
     /// [`DbError::Unavailable`] when the session cannot be opened.
-    pub(crate) async fn listen(
-        &self,
-    ) -> Result<(Client, mpsc::UnboundedReceiver<Notice>), DbError> {
+    pub(crate) async fn listen(&self) -> Result<ListenSession, DbError> {
         let connecting = async {
             let (client, mut connection) =
                 self.pg().connect(NoTls).await.map_err(|e| classify(&e))?;
@@ -84,7 +122,8 @@ impl ConnectSettings {
             });
             client
                 .batch_execute(&format!(
-                    "listen {PUSH_CHANNEL}; listen {MAINTENANCE_CHANNEL}"
+                    "listen {PUSH_CHANNEL}; listen {MAINTENANCE_CHANNEL}; listen {PEER_CHANNEL}; \
+                     notify {PEER_CHANNEL}"
                 ))
                 .await
                 .map_err(|e| classify(&e))?;
@@ -92,7 +131,16 @@ impl ConnectSettings {
             for (kind, enabled) in super::maintenance::maintenance_read(&client).await? {
                 let _ = sender.send(Notice::Maintenance { kind, enabled });
             }
-            Ok::<_, DbError>((client, receiver))
+            let pid: i32 = client
+                .query_one("select pg_backend_pid()", &[])
+                .await
+                .map_err(|e| classify(&e))?
+                .get(0);
+            Ok::<_, DbError>(ListenSession {
+                client,
+                notices: receiver,
+                pid,
+            })
         };
         match tokio::time::timeout(self.connect_timeout(), connecting).await {
             Ok(result) => result.map_err(|e| DbError::Unavailable(e.to_string())),
@@ -108,6 +156,11 @@ fn notice(n: &tokio_postgres::Notification) -> Option<Notice> {
             serde_json::from_str::<MaintenanceNotice>(n.payload()).map(|m| Notice::Maintenance {
                 kind: m.kind,
                 enabled: m.enabled,
+            })
+        }
+        PEER_CHANNEL => {
+            return Some(Notice::Peer {
+                sender_pid: n.process_id(),
             })
         }
         _ => serde_json::from_str::<PushNotice>(n.payload()).map(|p| {

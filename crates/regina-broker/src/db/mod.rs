@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 pub(crate) use admin::Cleared;
 pub(crate) use error::DbError;
-pub(crate) use listen::Notice;
+pub(crate) use listen::{Notice, LISTEN_ROLE};
 pub(crate) use pool::{ConnectSettings, Db};
 pub(crate) use streams::CycleRow;
 
@@ -308,8 +308,13 @@ impl Db {
         pairs(&rows)
     }
 
-    /// One `regina_push` notification per element of `notices`, in one statement.
+    /// One `regina_push` notification per element of `notices`, in one statement; none while no
+    /// other instance listens (each costs PostgreSQL a transaction, and its own listener a
+    /// wake-up, for nothing).
     pub(crate) async fn notify_pushes(&self, notices: &[String]) -> Result<(), DbError> {
+        if self.skip_announcement() {
+            return Ok(());
+        }
         self.query(Stmt::NotifyPushes, &[&notices]).await.map(drop)
     }
 

@@ -7,7 +7,7 @@
 //! connection's buffers at the largest size they ever had. A broken connection is replaced on
 //! demand, one connect attempt per slot at a time.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,11 @@ use super::Stmt;
 use crate::config::Config;
 use crate::error::Error;
 
+/// `regina-<role>-<worker>`, cut to PostgreSQL's 63 bytes.
+fn session_name(role: &str, worker: &str) -> String {
+    format!("regina-{role}-{worker}").chars().take(63).collect()
+}
+
 /// How to open one session: target, timeouts and the session settings applied on connect.
 #[derive(Clone)]
 pub(crate) struct ConnectSettings {
@@ -28,6 +33,8 @@ pub(crate) struct ConnectSettings {
     lock_timeout_ms: u64,
     /// `DB_PLANS_REFRESH_MS`: how long a session keeps its cached plans (None: for its life).
     plans_refresh: Option<Duration>,
+    /// The instance part of the sessions' `application_name` (`regina-<role>-<worker>`).
+    worker: String,
 }
 
 impl ConnectSettings {
@@ -40,11 +47,8 @@ impl ConnectSettings {
             .database_url()
             .parse()
             .map_err(|e| Error::Config(format!("DATABASE_URL / PG_*: {e}")))?;
-        let name: String = format!("regina-{role}-{}", config.worker_id())
-            .chars()
-            .take(63)
-            .collect();
-        pg.application_name(name);
+        let worker = config.worker_id();
+        pg.application_name(session_name(role, &worker));
         pg.connect_timeout(config.db_connection_timeout());
         // A database that vanishes without closing its connections (a partition, a dead host)
         // must still be noticed, or calls would hang instead of failing over.
@@ -62,7 +66,14 @@ impl ConnectSettings {
             lock_timeout_ms: config.db_lock_timeout_ms,
             plans_refresh: (config.db_plans_refresh_ms > 0)
                 .then(|| Duration::from_millis(config.db_plans_refresh_ms)),
+            worker,
         })
+    }
+
+    /// The same settings for sessions of another role (their `application_name`).
+    pub(crate) fn with_role(mut self, role: &str) -> Self {
+        self.pg.application_name(session_name(role, &self.worker));
+        self
     }
 
     /// The same target and timeouts with another `statement_timeout` (background jobs).
@@ -276,6 +287,11 @@ struct Pool {
     next: AtomicUsize,
     /// Callers inside [`Db::conn`] waiting for a reconnect.
     waiting: AtomicUsize,
+    /// Whether committed pushes are announced: another instance may be listening (see
+    /// `services::listener`). True until the listener learns that this instance is alone.
+    announcing: AtomicBool,
+    /// Announcements not sent because no other instance listened.
+    announcements_skipped: AtomicU64,
 }
 
 impl Db {
@@ -297,6 +313,8 @@ impl Db {
                 slots,
                 next: AtomicUsize::new(0),
                 waiting: AtomicUsize::new(0),
+                announcing: AtomicBool::new(true),
+                announcements_skipped: AtomicU64::new(0),
             }),
         };
         // Sessions open in parallel: startup costs one connect, not `size` of them.
@@ -378,6 +396,31 @@ impl Db {
             let conn = slot.conn.lock().unwrap_or_else(PoisonError::into_inner);
             conn.as_ref().is_some_and(|c| c.backend_pid == pid)
         })
+    }
+
+    /// Sets whether committed pushes are announced (the listener knows whether another instance
+    /// listens).
+    pub(crate) fn set_announcing(&self, announcing: bool) {
+        self.inner.announcing.store(announcing, Ordering::Relaxed);
+    }
+
+    /// Whether committed pushes are announced, and how many announcements were skipped.
+    pub(crate) fn announcing(&self) -> (bool, u64) {
+        (
+            self.inner.announcing.load(Ordering::Relaxed),
+            self.inner.announcements_skipped.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Counts an announcement not sent; false when it must be sent.
+    pub(crate) fn skip_announcement(&self) -> bool {
+        let skip = !self.inner.announcing.load(Ordering::Relaxed);
+        if skip {
+            self.inner
+                .announcements_skipped
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        skip
     }
 
     /// Size, idle sessions and waiting callers, read without blocking the pool.

@@ -87,6 +87,7 @@ async fn cluster_gauges(shared: &Shared) -> String {
 /// The local gauges now.
 fn gauge_sample(shared: &Shared) -> GaugeSample {
     let pool = shared.db.stats();
+    let (push_announcing, announcements_skipped) = shared.db.announcing();
     let buffer = shared.failover.stats();
     let maintenance = &shared.maintenance;
     GaugeSample {
@@ -100,5 +101,7 @@ fn gauge_sample(shared: &Shared) -> GaugeSample {
         buffer_bytes: buffer.bytes,
         push_maintenance: maintenance.push_on(),
         pop_maintenance: maintenance.pop_on(),
+        push_announcing,
+        announcements_skipped,
     }
 }

@@ -20,6 +20,7 @@ pub(crate) mod process;
 mod queues;
 mod rate;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -91,6 +92,10 @@ struct Gauges {
     buffer_records: IntGauge,
     buffer_bytes: IntGauge,
     maintenance: IntGaugeVec,
+    push_announcing: IntGauge,
+    announcements_skipped: IntCounter,
+    /// The skipped count already added to `announcements_skipped`.
+    announcements_skipped_seen: AtomicU64,
 }
 
 /// The local state the gauges report, read by the caller at scrape time.
@@ -112,6 +117,9 @@ pub(crate) struct GaugeSample {
     /// The maintenance switches.
     pub(crate) push_maintenance: bool,
     pub(crate) pop_maintenance: bool,
+    /// Whether committed pushes are announced, and announcements skipped so far.
+    pub(crate) push_announcing: bool,
+    pub(crate) announcements_skipped: u64,
 }
 
 /// The metrics of this instance, shared by every task.
@@ -252,6 +260,17 @@ fn gauges(registry: &Registry) -> Gauges {
             "Failover buffer size on disk.",
         ),
         maintenance: register(registry, maintenance),
+        push_announcing: gauge(
+            registry,
+            "push_announcing",
+            "1 while another broker instance listens on the database, so this one announces its committed pushes; 0 while it is alone.",
+        ),
+        announcements_skipped: counter(
+            registry,
+            "push_announcements_skipped_total",
+            "Push announcements not sent because no other broker instance listened.",
+        ),
+        announcements_skipped_seen: AtomicU64::new(0),
     }
 }
 
@@ -465,6 +484,14 @@ impl Metrics {
             &g.maintenance.with_label_values(&["pop"]),
             u64::from(sample.pop_maintenance),
         );
+        set(&g.push_announcing, u64::from(sample.push_announcing));
+        let seen = g
+            .announcements_skipped_seen
+            .fetch_max(sample.announcements_skipped, Ordering::Relaxed);
+        if sample.announcements_skipped > seen {
+            g.announcements_skipped
+                .inc_by(sample.announcements_skipped - seen);
+        }
         let mut out = Vec::new();
         if let Err(error) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
             tracing::error!(%error, "metrics could not be encoded");

@@ -95,7 +95,7 @@ impl Services {
             )),
             tokio::spawn(stats::run(settings.clone(), stats, leader, stopped.clone())),
             tokio::spawn(listener::run(
-                settings,
+                settings.with_role(crate::db::LISTEN_ROLE),
                 db,
                 waiters,
                 maintenance,

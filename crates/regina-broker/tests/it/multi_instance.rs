@@ -16,6 +16,27 @@ async fn second(b: &regina_testkit::TestBroker) -> (regina_testkit::TestBroker, 
     (other, api)
 }
 
+/// `regina_push_announcing` of an instance: 1 while it announces its pushes.
+async fn announcing(api: &Api) -> f64 {
+    crate::prometheus::scrape::Metrics::scrape(api)
+        .await
+        .value("regina_push_announcing", &[])
+}
+
+/// Waits until an instance announces its pushes (`on`) or knows it is alone.
+async fn wait_announcing(api: &Api, on: bool) {
+    let want = if on { 1.0 } else { 0.0 };
+    regina_testkit::eventually("the instance knows whether it is alone", || async {
+        let now = announcing(api).await;
+        if now == want {
+            Ok(())
+        } else {
+            Err(now)
+        }
+    })
+    .await;
+}
+
 /// The waiter's instance has no periodic re-check and the waiter a timeout far away: only the
 /// notification from the other instance can answer it with the message. Latency is printed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -26,6 +47,9 @@ async fn push_on_one_instance_wakes_a_waiter_on_another() {
     })
     .await;
     let api_b = Api::new(&other);
+    // The first instance may have found itself alone before the second started: it hears of
+    // the second's listen session and announces again.
+    wait_announcing(&api_a, true).await;
     api_a.configure("x", json!({})).await;
     let mut samples = vec![];
     for i in 0..5 {
@@ -143,4 +167,48 @@ async fn racing_pops_across_instances_claim_a_partition_once() {
         winners, 1,
         "one lease per (partition, group) across instances"
     );
+}
+
+/// An instance alone on its database does not announce its pushes (nobody would hear them); a
+/// second instance's listen session turns announcing on for the first at once, and its waiters
+/// are then woken by the first one's pushes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_alone_skips_announcements_until_another_listens() {
+    let (b, api_a) = start().await;
+    wait_announcing(&api_a, false).await;
+    api_a.push_one("x", "Default", json!(0)).await;
+    regina_testkit::eventually("the announcement is skipped", || async {
+        let m = crate::prometheus::scrape::Metrics::scrape(&api_a).await;
+        let skipped = m.value("regina_push_announcements_skipped_total", &[]);
+        if skipped >= 1.0 {
+            Ok(())
+        } else {
+            Err(skipped)
+        }
+    })
+    .await;
+    let other = regina_testkit::TestBroker::start_on(&b.database_url, |c| {
+        c.longpoll_recheck_ms = 0;
+    })
+    .await;
+    let api_b = Api::new(&other);
+    wait_announcing(&api_a, true).await;
+    wait_announcing(&api_b, true).await;
+    assert_eq!(api_b.pop("x", "autoAck=true").await.data(), vec![json!(0)]);
+    let waiter = {
+        let api_b = api_b.clone();
+        tokio::spawn(async move {
+            api_b
+                .pop(
+                    "x",
+                    &format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
+                )
+                .await
+        })
+    };
+    api_b.wait_for_waiters(1).await;
+    api_a.push_one("x", "Default", json!(1)).await;
+    let r = waiter.await.unwrap();
+    assert_eq!(r.status, 200, "woken by the announcement: {r:?}");
+    assert_eq!(r.data(), vec![json!(1)], "{r:?}");
 }
