@@ -135,6 +135,14 @@ pub(crate) struct Conn {
     in_flight: AtomicUsize,
 }
 
+/// A session's share of the plans refresh period, spread over the period by its backend pid
+/// (consecutive pids land far apart).
+fn refresh_offset(backend_pid: i32, period: Duration) -> Duration {
+    // Fibonacci hashing: the top 10 bits of the product, a fraction in 1/1024ths.
+    let fraction = u64::from(backend_pid.unsigned_abs()).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54;
+    period.mul_f64(fraction as f64 / 1024.0)
+}
+
 /// Counts one unit in an `AtomicUsize` for as long as it lives, cancellation included.
 struct Counted<'a>(&'a AtomicUsize);
 
@@ -173,11 +181,20 @@ impl Conn {
         let backend_pid = row
             .try_get(0)
             .map_err(|e| DbError::Internal(e.to_string()))?;
+        // Sessions opened together would drop their plans together, and PostgreSQL would make
+        // every session's plans again in the same instant, a burst of CPU that every call in it
+        // waits behind. Each session's first refresh comes earlier by its own share of the
+        // period, so the sessions take turns.
+        let now = Instant::now();
+        let plans_made_at = settings
+            .plans_refresh
+            .and_then(|period| now.checked_sub(refresh_offset(backend_pid, period)))
+            .unwrap_or(now);
         Ok(Conn {
             client,
             backend_pid,
             prepared: Mutex::new(Default::default()),
-            plans_made_at: Mutex::new(Instant::now()),
+            plans_made_at: Mutex::new(plans_made_at),
             plans_refresh: settings.plans_refresh,
             in_flight: AtomicUsize::new(0),
         })
@@ -471,5 +488,31 @@ impl Db {
                 .repairing
                 .store(false, Ordering::Release);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::refresh_offset;
+
+    #[test]
+    fn sessions_opened_together_refresh_their_plans_apart() {
+        let period = Duration::from_secs(10);
+        // Sixteen sessions opened together get consecutive pids.
+        let mut tenths: Vec<u128> = (4_000..4_016)
+            .map(|pid| {
+                let offset = refresh_offset(pid, period);
+                assert!(offset < period, "{offset:?}");
+                offset.as_millis() / 1_000
+            })
+            .collect();
+        tenths.sort_unstable();
+        tenths.dedup();
+        assert!(
+            tenths.len() >= 8,
+            "spread over the period, not bunched: {tenths:?}"
+        );
     }
 }
