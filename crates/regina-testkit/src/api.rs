@@ -232,6 +232,12 @@ impl Api {
             .await
     }
 
+    /// The same pop sent from a task of its own (a long-poll to park while the test goes on).
+    pub fn pop_in_background(&self, queue: &str, query: &str) -> tokio::task::JoinHandle<Reply> {
+        let (api, queue, query) = (self.clone(), queue.to_owned(), query.to_owned());
+        tokio::spawn(async move { api.pop(&queue, &query).await })
+    }
+
     /// `GET /api/v1/pop/queue/:queue/partition/:partition?query`.
     pub async fn pop_partition(&self, queue: &str, partition: &str, query: &str) -> Reply {
         self.get(&format!(

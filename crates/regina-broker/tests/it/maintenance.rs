@@ -76,17 +76,10 @@ async fn push_maintenance_buffers_pushes_on_every_instance_until_switched_off() 
     );
 
     // Only the replay can answer this pop before its timeout (no periodic re-check on a).
-    let waiting = {
-        let api_a = api_a.clone();
-        tokio::spawn(async move {
-            api_a
-                .pop(
-                    "m",
-                    &format!("batch=10&wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
-                )
-                .await
-        })
-    };
+    let waiting = api_a.pop_in_background(
+        "m",
+        &format!("batch=10&wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
+    );
     api_a.wait_for_waiters(1).await;
     let off = set(&api_a, "/api/v1/system/maintenance", false).await;
     assert_eq!(off.body["maintenanceMode"], false);
@@ -113,17 +106,10 @@ async fn pop_maintenance_pauses_pops_everywhere_and_answers_parked_ones() {
     let (_b, api_b) = second(&a).await;
     api_a.push_one("pm", "Default", json!(1)).await;
     // Parked on the other instance, far from its timeout: the switch answers it.
-    let parked = {
-        let api_b = api_b.clone();
-        tokio::spawn(async move {
-            api_b
-                .pop(
-                    "empty",
-                    &format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
-                )
-                .await
-        })
-    };
+    let parked = api_b.pop_in_background(
+        "empty",
+        &format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
+    );
     api_b.wait_for_waiters(1).await;
     let on = set(&api_a, "/api/v1/system/maintenance/pop", true).await;
     assert_eq!(on.body["popMaintenanceMode"], true);

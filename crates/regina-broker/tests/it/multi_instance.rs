@@ -195,17 +195,10 @@ async fn an_instance_alone_skips_announcements_until_another_listens() {
     wait_announcing(&api_a, true).await;
     wait_announcing(&api_b, true).await;
     assert_eq!(api_b.pop("x", "autoAck=true").await.data(), vec![json!(0)]);
-    let waiter = {
-        let api_b = api_b.clone();
-        tokio::spawn(async move {
-            api_b
-                .pop(
-                    "x",
-                    &format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
-                )
-                .await
-        })
-    };
+    let waiter = api_b.pop_in_background(
+        "x",
+        &format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true"),
+    );
     api_b.wait_for_waiters(1).await;
     api_a.push_one("x", "Default", json!(1)).await;
     let r = waiter.await.unwrap();
