@@ -134,10 +134,8 @@ begin
     if not found then
         return null;
     end if;
-    -- As _push_lock: the table first (see _subscription_start), then the partition's row.
-    lock table regina.partitions in row exclusive mode;
-    perform 1 from regina.partitions p where p.id = v_partition_id for no key update;
-    if not found then
+    -- The batch path's locks, in its order; a partition deleted meanwhile takes that path.
+    if regina._push_lock(array[v_partition_id]) = 0 then
         return null;
     end if;
     select m.id into v_stored from regina.messages m

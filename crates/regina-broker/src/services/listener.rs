@@ -21,7 +21,7 @@ use crate::waiters::Waiters;
 
 /// How often the listener looks for other instances' listen sessions (one that starts is heard
 /// of at once; this notices those that ended).
-pub(crate) const PEERS_CHECK: Duration = Duration::from_secs(5);
+const PEERS_CHECK: Duration = Duration::from_secs(5);
 
 pub(super) async fn run(
     settings: ConnectSettings,
