@@ -325,8 +325,14 @@ async fn long_poll(
     let mut rearm = REARM_MIN;
     let mut first_attempt = true;
     let quiet_key = params.quiet_key();
+    // An event woke this waiter: it asks the database whatever is known (it may be one the group
+    // was handed to, see waiters::quiet).
+    let mut woken = false;
     loop {
-        let wake_at = match quiet_key.and_then(|(q, g)| shared.waiters.quiet(q, g)) {
+        let known = quiet_key
+            .filter(|_| !woken)
+            .and_then(|(q, g)| shared.waiters.quiet(q, g));
+        let wake_at = match known {
             // Known to have nothing due: park without asking the database (waiters::quiet).
             Some(until) => {
                 shared.metrics.longpoll_quiet_park();
@@ -349,7 +355,9 @@ async fn long_poll(
             },
         };
         first_attempt = false;
-        match park(shared, &guard, deadline, wake_at, recheck).await {
+        let parked = park(shared, &guard, deadline, wake_at, recheck).await;
+        woken = matches!(parked, Parked::Woken);
+        match parked {
             Parked::Woken => rearm = REARM_MIN,
             // A timer retry that finds nothing again backs off, so clock skew cannot spin.
             Parked::Timer if wake_at.is_some() => rearm = (rearm * 2).min(REARM_MAX),

@@ -165,10 +165,15 @@ impl Waiters {
     /// waiters running a pop attempt right now (which may have read before the commit) — and
     /// every multi-queue waiter. Waking every running attempt instead would make each push cost
     /// one pop per consumer of the group.
+    ///
+    /// A group known to be quiet whose every pushed partition woke a parked any-partition waiter
+    /// is handed to those waiters (see `quiet`); what is known of every other group ends.
     pub(crate) fn push_committed(&self, queue: &str, partitions: &[&str]) {
         let mut registry = self.lock();
-        registry.quiet.forget_queue(queue);
-        if let Some(entries) = registry.queues.get_mut(queue) {
+        let Registry { queues, quiet, .. } = &mut *registry;
+        // Per group: parked any-partition waiters this push woke.
+        let mut handed: HashMap<String, usize> = HashMap::new();
+        if let Some(entries) = queues.get_mut(queue) {
             let mut budgets: HashMap<(Option<String>, String), usize> = HashMap::new();
             for parked in [true, false] {
                 for entry in entries.values_mut().filter(|e| e.parked == parked) {
@@ -177,9 +182,18 @@ impl Waiters {
                         Some(p) if partitions.contains(&p) => 1,
                         Some(_) => continue,
                     };
-                    wake_within_budget(entry, &mut budgets, budget);
+                    if wake_within_budget(entry, &mut budgets, budget)
+                        && parked
+                        && entry.partition.is_none()
+                    {
+                        *handed.entry(entry.group.clone()).or_default() += 1;
+                    }
                 }
             }
+        }
+        for group in quiet.groups(queue) {
+            let woken = handed.get(&group).copied().unwrap_or(0);
+            quiet.push_for_group(queue, &group, partitions.len(), woken);
         }
         for entry in registry.selectors.values_mut() {
             entry.wake(false);
@@ -260,6 +274,10 @@ impl Waiters {
 
     /// The answer of the pop holding `ticket`: nothing due until `Some(until)` (or an event), or
     /// `None`, something may be due. Kept only if no event came since the ticket.
+    ///
+    /// A handed waiter's answer that something may still be due ends the hand-off, and wakes one
+    /// parked waiter of the group: the long-polls that parked meanwhile would otherwise have
+    /// asked.
     pub(crate) fn quiet_learn(
         &self,
         queue: &str,
@@ -267,7 +285,18 @@ impl Waiters {
         ticket: u64,
         quiet: Option<Instant>,
     ) {
-        self.lock().quiet.learn(queue, group, ticket, quiet);
+        let mut registry = self.lock();
+        if !registry.quiet.learn(queue, group, ticket, quiet) {
+            return;
+        }
+        let next = registry.queues.get_mut(queue).and_then(|entries| {
+            entries
+                .values_mut()
+                .find(|e| e.parked && e.group == group && e.partition.is_none())
+        });
+        if let Some(next) = next {
+            next.wake(true);
+        }
     }
 
     /// Whether shutdown has started.
@@ -301,35 +330,41 @@ impl Waiters {
         };
         let Some(removed) = removed else { return };
         registry.count -= 1;
-        // It was chosen for a wake-up it will not use: hand it to a parked waiter of its key.
+        // It was chosen for a wake-up it will not use: hand it to a parked waiter of its key, or,
+        // with none, end a hand-off of its group to it (the next long-poll asks).
         if removed.woken {
-            if let Some(entries) = queue.and_then(|q| registry.queues.get_mut(q)) {
-                let heir = entries.values_mut().find(|e| {
+            let Some(queue) = queue else { return };
+            let heir = registry.queues.get_mut(queue).and_then(|entries| {
+                entries.values_mut().find(|e| {
                     e.parked && e.group == removed.group && e.partition == removed.partition
-                });
-                if let Some(heir) = heir {
-                    heir.wake(true);
-                }
+                })
+            });
+            match heir {
+                Some(heir) => heir.wake(true),
+                None => registry.quiet.remove(queue, &removed.group),
             }
         }
     }
 }
 
-/// Wakes `entry` if its key still has budget left in this event: a parked waiter retries at
-/// once; one running a pop attempt gets a permit and retries after it. Either way it is marked
-/// chosen, so that if it leaves without retrying, the wake-up passes to another waiter.
+/// Wakes `entry` if its key still has budget left in this event (returns whether it did): a
+/// parked waiter retries at once; one running a pop attempt gets a permit and retries after it.
+/// Either way it is marked chosen, so that if it leaves without retrying, the wake-up passes to
+/// another waiter.
 fn wake_within_budget(
     entry: &mut Entry,
     budgets: &mut HashMap<(Option<String>, String), usize>,
     budget: usize,
-) {
+) -> bool {
     let left = budgets
         .entry((entry.partition.clone(), entry.group.clone()))
         .or_insert(budget);
-    if *left > 0 {
-        *left -= 1;
-        entry.wake(true);
+    if *left == 0 {
+        return false;
     }
+    *left -= 1;
+    entry.wake(true);
+    true
 }
 
 /// A registered waiter; dropping it deregisters (a client that left creates no lease).

@@ -10,6 +10,15 @@
 //! answer read before an event never outlives it. Knowledge expires after at most
 //! `LONGPOLL_QUIET_MS`, bounding how late this instance sees changes it cannot hear of (a lease
 //! ended on another instance).
+//!
+//! A push to a quiet group whose every pushed partition woke a parked waiter of the group hands
+//! the group to those waiters: they ask the database (a woken waiter always does), and until
+//! each has answered, other long-polls of the group park as if it were quiet. Without this, a
+//! consumer coming back for its next message at 1 000 pushes a second asks the database while
+//! the woken waiter is claiming the one message there is, and finds nothing. An answer that
+//! something may still be due ends the hand-off and wakes one more waiter (see
+//! `Waiters::quiet_learn`); a handed waiter that leaves without asking passes its wake-up on,
+//! or ends the hand-off when no waiter is parked.
 
 use std::collections::HashMap;
 
@@ -22,6 +31,15 @@ enum Slot {
     Asking(u64),
     /// Nothing due until then, or an event.
     Known(Instant),
+    /// Handed to woken waiters: `left` answers of pops that asked after ticket `after` are
+    /// awaited; `quiet` is the earliest of those answers so far (none yet: `None`). Other
+    /// long-polls park meanwhile, until `until` at the latest.
+    Handed {
+        after: u64,
+        left: usize,
+        quiet: Option<Instant>,
+        until: Instant,
+    },
 }
 
 /// The quiet (queue, group) pairs of this instance, at most `max` of them.
@@ -45,8 +63,8 @@ impl Quiet {
     pub(super) fn known(&mut self, queue: &str, group: &str, now: Instant) -> Option<Instant> {
         let slot = *self.by_queue.get(queue)?.get(group)?;
         match slot {
-            Slot::Known(until) if now < until => Some(until),
-            Slot::Known(_) => {
+            Slot::Known(until) | Slot::Handed { until, .. } if now < until => Some(until),
+            Slot::Known(_) | Slot::Handed { .. } => {
                 self.remove(queue, group);
                 None
             }
@@ -54,13 +72,53 @@ impl Quiet {
         }
     }
 
+    /// A push to the queue woke `woken` parked waiters of the group for its `pushed` partitions:
+    /// when the group was quiet (or already handed) and every partition has its waiter, the
+    /// group is handed to them; otherwise what was known of it ends.
+    pub(super) fn push_for_group(&mut self, queue: &str, group: &str, pushed: usize, woken: usize) {
+        let Some(slot) = self.by_queue.get_mut(queue).and_then(|g| g.get_mut(group)) else {
+            return;
+        };
+        let handed = match *slot {
+            _ if pushed == 0 || woken < pushed => None,
+            Slot::Known(until) => Some(Slot::Handed {
+                after: self.next_ticket,
+                left: woken,
+                quiet: None,
+                until,
+            }),
+            Slot::Handed {
+                after,
+                left,
+                quiet,
+                until,
+            } => Some(Slot::Handed {
+                after,
+                left: left + woken,
+                quiet,
+                until,
+            }),
+            Slot::Asking(_) => None,
+        };
+        match handed {
+            Some(handed) => *slot = handed,
+            None => self.remove(queue, group),
+        }
+    }
+
     /// A pop of the group on the queue is about to ask the database: its ticket, or none when the
     /// table is full (the answer will not be kept).
     pub(super) fn ask(&mut self, queue: &str, group: &str) -> Option<u64> {
-        let exists = self
+        let slot = self
             .by_queue
             .get(queue)
-            .is_some_and(|groups| groups.contains_key(group));
+            .and_then(|groups| groups.get(group));
+        if let Some(Slot::Handed { .. }) = slot {
+            // A handed waiter asking: the hand-off stays, awaiting its answer.
+            self.next_ticket += 1;
+            return Some(self.next_ticket);
+        }
+        let exists = slot.is_some();
         if !exists && self.len >= self.max {
             // Pops that left while asking leave tickets behind: start afresh rather than grow.
             self.clear();
@@ -81,28 +139,62 @@ impl Quiet {
     }
 
     /// The answer of the pop holding `ticket`: quiet until `Some(until)`, or not quiet (`None`).
-    /// Kept only while the ticket is still the latest and no event came since.
-    pub(super) fn learn(&mut self, queue: &str, group: &str, ticket: u64, quiet: Option<Instant>) {
+    /// Kept only while the ticket is still the latest and no event came since, or when it is
+    /// the answer of a handed waiter. Returns true when it ended a hand-off because something
+    /// may still be due: the caller wakes one more waiter of the group.
+    pub(super) fn learn(
+        &mut self,
+        queue: &str,
+        group: &str,
+        ticket: u64,
+        quiet: Option<Instant>,
+    ) -> bool {
         let Some(slot) = self.by_queue.get_mut(queue).and_then(|g| g.get_mut(group)) else {
-            return;
+            return false;
         };
-        if *slot != Slot::Asking(ticket) {
-            return;
+        match (*slot, quiet) {
+            (Slot::Asking(asked), Some(until)) if asked == ticket => *slot = Slot::Known(until),
+            (Slot::Asking(asked), None) if asked == ticket => self.remove(queue, group),
+            (Slot::Handed { after, .. }, _) if ticket <= after => {}
+            (Slot::Handed { .. }, None) => {
+                self.remove(queue, group);
+                return true;
+            }
+            (
+                Slot::Handed {
+                    after,
+                    left,
+                    quiet: known,
+                    until: handed_until,
+                },
+                Some(until),
+            ) => {
+                let earliest = known.map_or(until, |k| k.min(until));
+                *slot = if left <= 1 {
+                    Slot::Known(earliest)
+                } else {
+                    Slot::Handed {
+                        after,
+                        left: left - 1,
+                        quiet: Some(earliest),
+                        until: handed_until,
+                    }
+                };
+            }
+            _ => {}
         }
-        match quiet {
-            Some(until) => *slot = Slot::Known(until),
-            None => self.remove(queue, group),
-        }
+        false
     }
 
-    /// An event on the queue for every group (a push).
-    pub(super) fn forget_queue(&mut self, queue: &str) {
-        if let Some(groups) = self.by_queue.remove(queue) {
-            self.len -= groups.len();
-        }
+    /// The groups known of on the queue.
+    pub(super) fn groups(&self, queue: &str) -> Vec<String> {
+        self.by_queue
+            .get(queue)
+            .map(|groups| groups.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
-    /// An event on the queue for one group (a lease end, a seek).
+    /// An event on the queue for one group (a lease end, a seek, a push it was not handed).
     pub(super) fn remove(&mut self, queue: &str, group: &str) {
         let Some(groups) = self.by_queue.get_mut(queue) else {
             return;

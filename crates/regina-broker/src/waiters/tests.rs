@@ -241,6 +241,150 @@ mod quiet {
         assert_eq!(waiters.quiet("q", "g"), None);
     }
 
+    /// Registers an any-partition waiter of `group` on `q` and marks it parked, as
+    /// `park_until` does before it waits.
+    fn parked(waiters: &Arc<Waiters>, group: &str) -> WaiterGuard {
+        let guard = waiters.register(queue_key(None, group)).expect("room");
+        waiters.with_entry(guard.id, guard.queue.as_deref(), |e| e.parked = true);
+        guard
+    }
+
+    /// Whether an event woke `guard` since it was marked parked.
+    fn woken(waiters: &Waiters, guard: &WaiterGuard) -> bool {
+        let mut parked = true;
+        waiters.with_entry(guard.id, guard.queue.as_deref(), |e| parked = e.parked);
+        !parked
+    }
+
+    #[test]
+    fn a_push_to_a_quiet_group_is_handed_to_the_parked_waiters_it_wakes() {
+        let waiters = Arc::new(Waiters::new(10));
+        learn(&waiters, "q", "g", far());
+        learn(&waiters, "q", "h", far());
+        let a = parked(&waiters, "g");
+        let b = parked(&waiters, "g");
+        waiters.push_committed("q", &["p"]);
+        assert!(
+            woken(&waiters, &a) && !woken(&waiters, &b),
+            "one per pushed partition"
+        );
+        assert!(
+            waiters.quiet("q", "g").is_some(),
+            "handed: another long-poll of g parks"
+        );
+        assert_eq!(
+            waiters.quiet("q", "h"),
+            None,
+            "h has no waiter to hand it to"
+        );
+        // The woken waiter asks; the hand-off holds until it answers.
+        let ticket = waiters.quiet_ask("q", "g").expect("room");
+        assert!(waiters.quiet("q", "g").is_some());
+        let until = Instant::now() + Duration::from_secs(60);
+        waiters.quiet_learn("q", "g", ticket, Some(until));
+        assert_eq!(
+            waiters.quiet("q", "g"),
+            Some(until),
+            "its answer is what is known"
+        );
+        assert!(!woken(&waiters, &b));
+    }
+
+    #[test]
+    fn a_handed_answer_that_something_is_due_ends_it_and_wakes_one_more() {
+        let waiters = Arc::new(Waiters::new(10));
+        learn(&waiters, "q", "g", far());
+        let a = parked(&waiters, "g");
+        let b = parked(&waiters, "g");
+        let c = parked(&waiters, "g");
+        waiters.push_committed("q", &["p"]);
+        assert!(woken(&waiters, &a));
+        let ticket = waiters.quiet_ask("q", "g").expect("room");
+        waiters.quiet_learn("q", "g", ticket, None);
+        assert_eq!(waiters.quiet("q", "g"), None);
+        assert_eq!(
+            [woken(&waiters, &b), woken(&waiters, &c)],
+            [true, false],
+            "the long-polls parked meanwhile would have asked: one of them does"
+        );
+    }
+
+    #[test]
+    fn a_push_not_every_partition_of_which_woke_a_parked_waiter_ends_what_is_known() {
+        let waiters = Arc::new(Waiters::new(10));
+        learn(&waiters, "q", "g", far());
+        let a = parked(&waiters, "g");
+        let _running = waiters.register(queue_key(None, "g")).expect("room");
+        let _single = {
+            let guard = waiters.register(queue_key(Some("p2"), "g")).expect("room");
+            waiters.with_entry(guard.id, guard.queue.as_deref(), |e| e.parked = true);
+            guard
+        };
+        waiters.push_committed("q", &["p1", "p2"]);
+        assert!(woken(&waiters, &a));
+        assert_eq!(waiters.quiet("q", "g"), None);
+    }
+
+    #[test]
+    fn a_handed_waiter_that_leaves_passes_it_on_or_ends_it() {
+        let waiters = Arc::new(Waiters::new(10));
+        learn(&waiters, "q", "g", far());
+        let a = parked(&waiters, "g");
+        let b = parked(&waiters, "g");
+        waiters.push_committed("q", &["p"]);
+        drop(a);
+        assert!(woken(&waiters, &b), "the heir takes the wake-up");
+        assert!(waiters.quiet("q", "g").is_some(), "and the hand-off");
+        let ticket = waiters.quiet_ask("q", "g").expect("room");
+        waiters.quiet_learn("q", "g", ticket, Some(far()));
+        assert!(waiters.quiet("q", "g").is_some());
+
+        waiters.with_entry(b.id, b.queue.as_deref(), |e| e.parked = true);
+        waiters.push_committed("q", &["p"]);
+        assert!(woken(&waiters, &b));
+        drop(b);
+        assert_eq!(
+            waiters.quiet("q", "g"),
+            None,
+            "no heir: the next long-poll asks"
+        );
+    }
+
+    #[test]
+    fn an_answer_asked_before_the_hand_off_does_not_count() {
+        let waiters = Arc::new(Waiters::new(10));
+        let stale = waiters.quiet_ask("q", "g").expect("room");
+        let until = far();
+        learn(&waiters, "q", "g", until);
+        let _a = parked(&waiters, "g");
+        waiters.push_committed("q", &["p"]);
+        waiters.quiet_learn(
+            "q",
+            "g",
+            stale,
+            Some(Instant::now() + Duration::from_secs(1)),
+        );
+        assert_eq!(
+            waiters.quiet("q", "g"),
+            Some(until),
+            "still handed: that answer may predate the push"
+        );
+        // Two pushes handed to two waiters: known again only once both answered.
+        let _b = parked(&waiters, "g");
+        waiters.push_committed("q", &["p"]);
+        let first = waiters.quiet_ask("q", "g").expect("room");
+        let second = waiters.quiet_ask("q", "g").expect("room");
+        let soon = Instant::now() + Duration::from_secs(5);
+        waiters.quiet_learn("q", "g", second, Some(soon));
+        assert_eq!(
+            waiters.quiet("q", "g"),
+            Some(until),
+            "one answer is not all of them"
+        );
+        waiters.quiet_learn("q", "g", first, Some(far()));
+        assert_eq!(waiters.quiet("q", "g"), Some(soon), "the earliest answer");
+    }
+
     #[test]
     fn the_table_never_holds_more_than_its_limit() {
         let waiters = Waiters::new(2);
