@@ -651,7 +651,10 @@ declare
 begin
     -- A claim that is lost in a database crash is a lease that ended early: its messages are
     -- delivered again, which at-least-once allows. So a call that only claims does not wait for
-    -- its commit to reach the disk. autoAck settles messages for good (at-most-once): it waits.
+    -- its commit to reach the disk. autoAck settles messages for good (at-most-once): it waits,
+    -- unless the caller turned `synchronous_commit` off for its transaction (the broker does
+    -- with AUTO_ACK_COMMIT_ASYNC: an autoAck delivery lost in a database crash is delivered
+    -- again).
     foreach v_req in array v_reqs loop
         v_claims_only := v_claims_only and not coalesce(v_req."autoAck", false);
     end loop;

@@ -169,6 +169,12 @@ struct Common {
     /// Messages per push request (overrides the scenario's).
     #[arg(long)]
     items: Option<usize>,
+    /// Messages a consumer asks for per pop, `batch` (overrides the scenario's).
+    #[arg(long)]
+    pop_batch: Option<u32>,
+    /// Partitions a consumer's pop may claim, `partitions` (overrides the scenario's).
+    #[arg(long)]
+    pop_partitions: Option<u32>,
     /// Messages written straight into the tables before the run (steady-state; overrides; other
     /// scenarios have none).
     #[arg(long)]
@@ -257,6 +263,12 @@ impl Common {
         }
         if let Some(n) = self.items {
             plan.items_per_push = n.max(1);
+        }
+        if let Some(n) = self.pop_batch {
+            plan.pop_batch = n.max(1);
+        }
+        if let Some(n) = self.pop_partitions {
+            plan.pop_partitions = n.max(1);
         }
         if let Some(n) = self.stored.filter(|_| plan.stored > 0) {
             plan.stored = n;

@@ -420,12 +420,20 @@ pub struct Config {
     /// Acknowledgements commit without waiting for their WAL to reach the disk
     /// (`synchronous_commit = off` for `/ack` and `/ack/batch` calls). Opt-in: an ack answered
     /// just before a database crash may be lost, and its messages are then delivered again
-    /// (at-least-once holds; nothing is skipped). Pushes, autoAck pops, transactions and streams
-    /// cycles always wait for the disk.
+    /// (at-least-once holds; nothing is skipped). Pushes, autoAck pops (see
+    /// `AUTO_ACK_COMMIT_ASYNC`), transactions and streams cycles always wait for the disk.
     #[arg(long, env = "ACK_COMMIT_ASYNC", default_value = "false",
           value_parser = parse_flag, num_args = 0..=1,
           default_missing_value = "true", action = clap::ArgAction::Set)]
     pub ack_commit_async: bool,
+    /// autoAck pops commit without waiting for their WAL to reach the disk (`synchronous_commit =
+    /// off` for pop calls that settle on delivery). Opt-in, and it weakens autoAck's
+    /// at-most-once: messages delivered just before a database crash may be delivered again
+    /// after it (a broker or consumer crash changes nothing).
+    #[arg(long, env = "AUTO_ACK_COMMIT_ASYNC", default_value = "false",
+          value_parser = parse_flag, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub auto_ack_commit_async: bool,
     /// How long a pool session keeps its cached query plans before making them again with the
     /// tables' current sizes, milliseconds (0: for the session's life).
     #[arg(long, env = "DB_PLANS_REFRESH_MS", default_value_t = defaults::DB_PLANS_REFRESH_MS)]

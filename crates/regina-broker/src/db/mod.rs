@@ -87,7 +87,11 @@ impl Stmt {
                 "select idx, result::text from regina.push($1::text::jsonb, $2::text::json, $3::boolean)"
             }
             Stmt::Pop => {
-                "select idx, result::text, events::text, quiet from regina.pop($1::text::jsonb)"
+                // With $2, the call's transaction does not wait for its commit to reach the disk
+                // (AUTO_ACK_COMMIT_ASYNC; a call that only claims never does, regina.pop).
+                "select idx, result::text, events::text, quiet, \
+                 case when $2::boolean then set_config('synchronous_commit', 'off', true) end \
+                 from regina.pop($1::text::jsonb)"
             }
             Stmt::Ack => {
                 "select idx, result::text, wake_queue, wake_group, queue_name, acked, \
@@ -266,9 +270,14 @@ impl Db {
         rows.iter().map(indexed).collect()
     }
 
-    /// `regina.pop(requests)`: one row per pop request.
-    pub(crate) async fn pop(&self, requests: &str) -> Result<Vec<PopRow>, DbError> {
-        let rows = self.query(Stmt::Pop, &[&requests]).await?;
+    /// `regina.pop(requests)`: one row per pop request; with `commit_async`, a call with autoAck
+    /// requests does not wait for the WAL flush either (`AUTO_ACK_COMMIT_ASYNC`).
+    pub(crate) async fn pop(
+        &self,
+        requests: &str,
+        commit_async: bool,
+    ) -> Result<Vec<PopRow>, DbError> {
+        let rows = self.query(Stmt::Pop, &[&requests, &commit_async]).await?;
         rows.iter().map(pop_row).collect()
     }
 

@@ -89,6 +89,7 @@ impl Engine {
                 Arc::new(PopOp {
                     waiters: waiters.clone(),
                     metrics: metrics.clone(),
+                    commit_async: config.auto_ack_commit_async,
                 }),
                 db.clone(),
                 settings(config.db_calls_pop),

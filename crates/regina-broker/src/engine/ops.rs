@@ -334,6 +334,8 @@ impl PopOutcome {
 pub(crate) struct PopOp {
     pub(crate) waiters: Arc<Waiters>,
     pub(crate) metrics: Arc<Metrics>,
+    /// `AUTO_ACK_COMMIT_ASYNC`: autoAck pops commit without waiting for the WAL flush.
+    pub(crate) commit_async: bool,
 }
 
 impl BatchOp for PopOp {
@@ -348,7 +350,7 @@ impl BatchOp for PopOp {
 
     async fn call(&self, db: &Db, requests: &[&PopRequest]) -> Result<Vec<PopOutcome>, DbError> {
         let body = json_array(requests.iter().map(|r| r.json.as_str()));
-        let rows = db.pop(&body).await?;
+        let rows = db.pop(&body, self.commit_async).await?;
         // Committed: what the claims delivered and settled is counted whether or not the
         // requester is still there.
         let rows = rows.into_iter().map(|row| {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::sync::{Barrier, Mutex};
 
-use crate::support::{start, ts, Api};
+use crate::support::{start, start_with, ts, Api};
 
 const PRODUCERS: usize = 16;
 
@@ -156,6 +156,20 @@ async fn items_of_one_request_stay_consecutive_under_concurrent_pushes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_auto_ack_consumers_receive_every_message_exactly_once() {
     let (_b, api) = start().await;
+    auto_ack_consumers_share(&api).await;
+}
+
+/// The same when autoAck pops do not wait for their commit to reach the disk
+/// (`AUTO_ACK_COMMIT_ASYNC`): what is delivered does not change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_auto_ack_commits_deliver_every_message_exactly_once() {
+    let (_b, api) = start_with(|c| c.auto_ack_commit_async = true).await;
+    auto_ack_consumers_share(&api).await;
+}
+
+/// Eight autoAck consumers drain 10 partitions of 30 messages: each message exactly once, each
+/// delivery a consecutive run of its partition.
+async fn auto_ack_consumers_share(api: &Api) {
     for p in 0..10 {
         let payloads: Vec<Value> = (0..30).map(|i| json!({"p": p, "i": i})).collect();
         api.push_to("aa", &format!("p{p}"), &payloads).await;
