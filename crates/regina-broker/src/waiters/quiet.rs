@@ -15,10 +15,11 @@
 //! the group to those waiters: they ask the database (a woken waiter always does), and until
 //! each has answered, other long-polls of the group park as if it were quiet. Without this, a
 //! consumer coming back for its next message at 1 000 pushes a second asks the database while
-//! the woken waiter is claiming the one message there is, and finds nothing. An answer that
-//! something may still be due ends the hand-off and wakes one more waiter (see
-//! `Waiters::quiet_learn`); a handed waiter that leaves without asking passes its wake-up on,
-//! or ends the hand-off when no waiter is parked.
+//! the woken waiter is claiming the one message there is, and finds nothing. When the last of
+//! them has answered and one of the answers said something may still be due, the hand-off ends
+//! and one more waiter is woken (see `Waiters::quiet_learn`): an answer read while another handed
+//! waiter had yet to claim its message says so. A handed waiter that leaves without asking passes
+//! its wake-up on, or ends the hand-off when no waiter is parked.
 
 use std::collections::HashMap;
 
@@ -32,12 +33,14 @@ enum Slot {
     /// Nothing due until then, or an event.
     Known(Instant),
     /// Handed to woken waiters: `left` answers of pops that asked after ticket `after` are
-    /// awaited; `quiet` is the earliest of those answers so far (none yet: `None`). Other
-    /// long-polls park meanwhile, until `until` at the latest.
+    /// awaited; `quiet` is the earliest of the quiet answers so far (none yet: `None`), `due`
+    /// whether an answer said something may still be due. Other long-polls park meanwhile, until
+    /// `until` at the latest.
     Handed {
         after: u64,
         left: usize,
         quiet: Option<Instant>,
+        due: bool,
         until: Instant,
     },
 }
@@ -85,17 +88,20 @@ impl Quiet {
                 after: self.next_ticket,
                 left: woken,
                 quiet: None,
+                due: false,
                 until,
             }),
             Slot::Handed {
                 after,
                 left,
                 quiet,
+                due,
                 until,
             } => Some(Slot::Handed {
                 after,
                 left: left + woken,
                 quiet,
+                due,
                 until,
             }),
             Slot::Asking(_) => None,
@@ -140,8 +146,9 @@ impl Quiet {
 
     /// The answer of the pop holding `ticket`: quiet until `Some(until)`, or not quiet (`None`).
     /// Kept only while the ticket is still the latest and no event came since, or when it is
-    /// the answer of a handed waiter. Returns true when it ended a hand-off because something
-    /// may still be due: the caller wakes one more waiter of the group.
+    /// the answer of a handed waiter. Returns true when it was the last answer of a hand-off
+    /// and one of them said something may still be due: the hand-off ends, and the caller wakes
+    /// one more waiter of the group.
     pub(super) fn learn(
         &mut self,
         queue: &str,
@@ -156,30 +163,37 @@ impl Quiet {
             (Slot::Asking(asked), Some(until)) if asked == ticket => *slot = Slot::Known(until),
             (Slot::Asking(asked), None) if asked == ticket => self.remove(queue, group),
             (Slot::Handed { after, .. }, _) if ticket <= after => {}
-            (Slot::Handed { .. }, None) => {
-                self.remove(queue, group);
-                return true;
-            }
             (
                 Slot::Handed {
                     after,
                     left,
                     quiet: known,
+                    due,
                     until: handed_until,
                 },
-                Some(until),
+                answer,
             ) => {
-                let earliest = known.map_or(until, |k| k.min(until));
-                *slot = if left <= 1 {
-                    Slot::Known(earliest)
-                } else {
-                    Slot::Handed {
-                        after,
-                        left: left - 1,
-                        quiet: Some(earliest),
-                        until: handed_until,
-                    }
+                let due = due || answer.is_none();
+                let earliest = match (known, answer) {
+                    (Some(k), Some(a)) => Some(k.min(a)),
+                    (k, a) => k.or(a),
                 };
+                match earliest {
+                    _ if left > 1 => {
+                        *slot = Slot::Handed {
+                            after,
+                            left: left - 1,
+                            quiet: earliest,
+                            due,
+                            until: handed_until,
+                        };
+                    }
+                    Some(until) if !due => *slot = Slot::Known(until),
+                    _ => {
+                        self.remove(queue, group);
+                        return true;
+                    }
+                }
             }
             _ => {}
         }

@@ -310,6 +310,27 @@ mod quiet {
     }
 
     #[test]
+    fn an_answer_that_something_is_due_waits_for_the_other_handed_waiters() {
+        let waiters = Arc::new(Waiters::new(10));
+        learn(&waiters, "q", "g", far());
+        let a = parked(&waiters, "g");
+        let b = parked(&waiters, "g");
+        let c = parked(&waiters, "g");
+        waiters.push_committed("q", &["p1", "p2"]);
+        assert!(woken(&waiters, &a) && woken(&waiters, &b) && !woken(&waiters, &c));
+        let first = waiters.quiet_ask("q", "g").expect("room");
+        let second = waiters.quiet_ask("q", "g").expect("room");
+        // Read before `second` claimed p2's message: due. `second` will look anyway.
+        waiters.quiet_learn("q", "g", first, None);
+        assert!(waiters.quiet("q", "g").is_some(), "still handed");
+        assert!(!woken(&waiters, &c), "no one else asks yet");
+        // The last answer is quiet, but an earlier one was not: one more waiter looks.
+        waiters.quiet_learn("q", "g", second, Some(far()));
+        assert_eq!(waiters.quiet("q", "g"), None);
+        assert!(woken(&waiters, &c));
+    }
+
+    #[test]
     fn a_push_not_every_partition_of_which_woke_a_parked_waiter_ends_what_is_known() {
         let waiters = Arc::new(Waiters::new(10));
         learn(&waiters, "q", "g", far());
