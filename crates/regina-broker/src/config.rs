@@ -107,8 +107,8 @@ pub mod defaults {
     pub const BATCH_HOLD_US: u64 = 0;
     /// `BATCH_REQUESTS_MAX`, requests per database call.
     pub const BATCH_REQUESTS_MAX: usize = 1_000;
-    /// `DB_CALLS_PUSH`: fused push calls in flight (measured best on a 2-core PostgreSQL;
-    /// docs/tuning.md).
+    /// `DB_CALLS_PUSH`: push lanes, each with one fused call in flight (measured best on a 2-core
+    /// PostgreSQL; docs/tuning.md).
     pub const DB_CALLS_PUSH: usize = 2;
     /// `DB_CALLS_POP`, `DB_CALLS_ACK`: fused pop and ack calls in flight.
     pub const DB_CALLS: usize = 4;
@@ -404,8 +404,10 @@ pub struct Config {
     #[arg(long, env = "BATCH_REQUESTS_MAX", default_value_t = defaults::BATCH_REQUESTS_MAX,
           value_parser = parse_positive_usize)]
     pub batch_requests_max: usize,
-    /// Fused push calls in flight at once: enough to overlap round trips, few enough that waiting
-    /// requests fuse into large calls under load (about one per PostgreSQL core).
+    /// Push lanes: partitions are spread over this many lanes by a hash of their names, and each
+    /// lane has one fused push call in flight, so calls that run at once never wait for each
+    /// other's partition locks. Enough to overlap round trips, few enough that waiting requests
+    /// fuse into large calls under load (about one per PostgreSQL core).
     #[arg(long, env = "DB_CALLS_PUSH", default_value_t = defaults::DB_CALLS_PUSH,
           value_parser = parse_positive_usize)]
     pub db_calls_push: usize,

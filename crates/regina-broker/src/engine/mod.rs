@@ -6,6 +6,7 @@
 pub(crate) mod announce;
 mod batcher;
 pub(crate) mod json;
+mod lanes;
 mod ops;
 mod repeat;
 mod streams;
@@ -37,7 +38,8 @@ const EXTEND_SLOTS: usize = 2;
 
 /// The batchers of the hot operations.
 pub(crate) struct Engine {
-    push: Batcher<PushOp>,
+    /// One batcher per push lane, each with one call in flight (see `lanes`).
+    push: Vec<Batcher<PushOp>>,
     pop: Batcher<PopOp>,
     ack: Batcher<AckOp>,
     extend: Batcher<ExtendOp>,
@@ -76,15 +78,19 @@ impl Engine {
                 metrics: metrics.clone(),
                 calls: metrics.db_calls("stream_cycle"),
             },
-            push: Batcher::start(
-                Arc::new(PushOp {
-                    waiters: waiters.clone(),
-                    announcer,
-                }),
-                db.clone(),
-                settings(config.db_calls_push),
-                metrics,
-            ),
+            push: (0..config.db_calls_push.max(1))
+                .map(|_| {
+                    Batcher::start(
+                        Arc::new(PushOp {
+                            waiters: waiters.clone(),
+                            announcer: announcer.clone(),
+                        }),
+                        db.clone(),
+                        settings(1),
+                        metrics,
+                    )
+                })
+                .collect(),
             pop: Batcher::start(
                 Arc::new(PopOp {
                     waiters: waiters.clone(),
@@ -114,12 +120,27 @@ impl Engine {
         }
     }
 
-    /// Stores the items of one push request; one result entry per item, in order.
+    /// Stores the items of one push request, in the lanes of their partitions (see `lanes`); one
+    /// result entry per item, in order.
     ///
     /// # Errors
-    /// The [`DbError`] of the call (after isolation from its neighbours).
+    /// The [`DbError`] of the call (after isolation from its neighbours); with items in several
+    /// lanes, the other lanes' parts may have been stored.
     pub(crate) async fn push(&self, request: PushRequest) -> Result<Vec<String>, DbError> {
-        self.push.submit(request).await
+        let of = lanes::lanes_of(&request.items, self.push.len());
+        let first = of.first().copied().unwrap_or(0);
+        if of.iter().all(|lane| *lane == first) {
+            return self.push[first].submit(request).await;
+        }
+        let parts = (0..self.push.len())
+            .filter(|lane| of.contains(lane))
+            .map(|lane| {
+                let positions = (0..of.len()).filter(|k| of[*k] == lane).collect();
+                let part = PushRequest::part(request.items.clone(), positions);
+                async move { (lane, self.push[lane].submit(part).await) }
+            });
+        let answers = futures::future::join_all(parts).await;
+        lanes::merge(&of, answers)
     }
 
     /// Runs one pop attempt.

@@ -157,8 +157,11 @@ impl PushElement<'_> {
 /// The items of one push request (or a part of it), in request order. Shared, so that the
 /// failover buffer still has them when the database call fails.
 pub(crate) struct PushRequest {
-    /// The items.
+    /// The request's items.
     pub(crate) items: Arc<[PushItem]>,
+    /// The positions in `items` of this part's items (a request split over push lanes, see
+    /// `lanes`); none: all of them.
+    part: Option<Vec<usize>>,
     /// Their bytes in the call's arguments.
     bytes: usize,
 }
@@ -166,7 +169,35 @@ pub(crate) struct PushRequest {
 impl PushRequest {
     pub(crate) fn new(items: Arc<[PushItem]>) -> PushRequest {
         let bytes = items.iter().map(PushItem::bytes).sum();
-        PushRequest { items, bytes }
+        PushRequest {
+            items,
+            part: None,
+            bytes,
+        }
+    }
+
+    /// The items of `items` at positions `part`, in that order (sharing them, not copying).
+    pub(crate) fn part(items: Arc<[PushItem]>, part: Vec<usize>) -> PushRequest {
+        let mut request = PushRequest {
+            items,
+            part: Some(part),
+            bytes: 0,
+        };
+        request.bytes = request.iter().map(PushItem::bytes).sum();
+        request
+    }
+
+    /// This request's (or part's) items, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &PushItem> + Clone {
+        (0..self.len()).map(move |k| match &self.part {
+            Some(part) => &self.items[part[k]],
+            None => &self.items[k],
+        })
+    }
+
+    /// How many items it has.
+    pub(crate) fn len(&self) -> usize {
+        self.part.as_ref().map_or(self.items.len(), Vec::len)
     }
 }
 
@@ -217,7 +248,7 @@ impl BatchOp for PushOp {
     const NAME: &'static str = "push";
 
     fn weight(request: &PushRequest) -> usize {
-        request.items.len()
+        request.len()
     }
 
     fn bytes(request: &PushRequest) -> usize {
@@ -225,12 +256,12 @@ impl BatchOp for PushOp {
     }
 
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
-        let (items, payloads) = push_arrays(requests.iter().flat_map(|r| r.items.iter()));
+        let (items, payloads) = push_arrays(requests.iter().flat_map(|r| r.iter()));
         // No NOTIFY inside the transaction (see `announce`): other instances hear after commit.
         let rows = db.push(&items, &payloads, false).await?;
-        let results = split_rows(rows, requests.iter().map(|r| r.items.len()))?;
+        let results = split_rows(rows, requests.iter().map(|r| r.len()))?;
         // Committed: wake the waiters of every written partition (http-api.md §4.9).
-        let targets = requests.iter().flat_map(|r| r.items.iter());
+        let targets = requests.iter().flat_map(|r| r.iter());
         push_committed(
             &self.waiters,
             &self.announcer,
