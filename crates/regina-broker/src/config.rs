@@ -110,6 +110,8 @@ pub mod defaults {
     /// `DB_CALLS_PUSH`: push lanes, each with one fused call in flight (measured best on a 2-core
     /// PostgreSQL; docs/tuning.md).
     pub const DB_CALLS_PUSH: usize = 2;
+    /// `PUSH_SPLIT_ITEMS_MIN`, items of one push request.
+    pub const PUSH_SPLIT_ITEMS_MIN: usize = 32;
     /// `DB_CALLS_POP`, `DB_CALLS_ACK`: fused pop and ack calls in flight.
     pub const DB_CALLS: usize = 4;
     /// `DB_PLANS_REFRESH_MS`, milliseconds.
@@ -411,6 +413,12 @@ pub struct Config {
     #[arg(long, env = "DB_CALLS_PUSH", default_value_t = defaults::DB_CALLS_PUSH,
           value_parser = parse_positive_usize)]
     pub db_calls_push: usize,
+    /// A push request with items in several lanes is split by lane from this many items on;
+    /// a smaller one goes whole to the lane of its first item (splitting it would cost one more
+    /// transaction for a few items; its call may then wait for another lane's partition locks).
+    #[arg(long, env = "PUSH_SPLIT_ITEMS_MIN", default_value_t = defaults::PUSH_SPLIT_ITEMS_MIN,
+          value_parser = parse_positive_usize)]
+    pub push_split_items_min: usize,
     /// Fused pop calls in flight at once.
     #[arg(long, env = "DB_CALLS_POP", default_value_t = defaults::DB_CALLS,
           value_parser = parse_positive_usize)]

@@ -40,6 +40,8 @@ const EXTEND_SLOTS: usize = 2;
 pub(crate) struct Engine {
     /// One batcher per push lane, each with one call in flight (see `lanes`).
     push: Vec<Batcher<PushOp>>,
+    /// `PUSH_SPLIT_ITEMS_MIN`.
+    push_split_min: usize,
     pop: Batcher<PopOp>,
     ack: Batcher<AckOp>,
     extend: Batcher<ExtendOp>,
@@ -91,6 +93,7 @@ impl Engine {
                     )
                 })
                 .collect(),
+            push_split_min: config.push_split_items_min,
             pop: Batcher::start(
                 Arc::new(PopOp {
                     waiters: waiters.clone(),
@@ -124,12 +127,12 @@ impl Engine {
     /// result entry per item, in order.
     ///
     /// # Errors
-    /// The [`DbError`] of the call (after isolation from its neighbours); with items in several
-    /// lanes, the other lanes' parts may have been stored.
+    /// The [`DbError`] of the call (after isolation from its neighbours); with a request split
+    /// over lanes, the other lanes' parts may have been stored.
     pub(crate) async fn push(&self, request: PushRequest) -> Result<Vec<String>, DbError> {
         let of = lanes::lanes_of(&request.items, self.push.len());
         let first = of.first().copied().unwrap_or(0);
-        if of.iter().all(|lane| *lane == first) {
+        if of.len() < self.push_split_min || of.iter().all(|lane| *lane == first) {
             return self.push[first].submit(request).await;
         }
         let parts = (0..self.push.len())

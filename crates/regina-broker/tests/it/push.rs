@@ -401,3 +401,64 @@ async fn pushes_split_over_calls_by_item_cap_lose_nothing_and_keep_order() {
         assert_eq!(seqs, expected, "partition p{i}");
     }
 }
+
+/// A request with items in several push lanes (`DB_CALLS_PUSH`, from `PUSH_SPLIT_ITEMS_MIN`
+/// items) is stored in parts: its answer still has one entry per item in input order, with its
+/// own duplicates, and each partition's items keep their order and consecutive offsets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_split_over_push_lanes_answers_in_item_order() {
+    let (_b, api) = crate::support::start_with(|c| {
+        c.db_calls_push = 4;
+        c.push_split_items_min = 2;
+    })
+    .await;
+    // 120 items over 30 partitions, interleaved, with a repeated key in partition p3.
+    let mut items: Vec<Value> = (0..120)
+        .map(|s| {
+            json!({"queue": "lanes", "partition": format!("p{}", s % 30), "payload": {"s": s},
+                   "transactionId": format!("t{s}")})
+        })
+        .collect();
+    items.push(
+        json!({"queue": "lanes", "partition": "p3", "payload": {"s": -1},
+                      "transactionId": "t3"}),
+    );
+    let r = api.push(Value::Array(items)).await;
+    assert_eq!(r.status, 201, "{r:?}");
+    let entries = r.body.as_array().expect("array");
+    assert_eq!(entries.len(), 121);
+    for (i, entry) in entries.iter().enumerate().take(120) {
+        assert_eq!(entry["index"], i);
+        assert_eq!(entry["transaction_id"], format!("t{i}"));
+        assert_eq!(entry["status"], "queued", "{entry}");
+    }
+    assert_eq!(entries[120]["status"], "duplicate");
+    assert_eq!(entries[120]["message_id"], entries[3]["message_id"]);
+    for p in 0..30 {
+        let r = api
+            .get(&format!(
+                "/api/v1/pop/queue/lanes/partition/p{p}?batch=100&autoAck=true"
+            ))
+            .await;
+        assert_eq!(r.status, 200, "{r:?}");
+        let seqs: Vec<i64> = r.body["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .map(|m| m["data"]["s"].as_i64().expect("s"))
+            .collect();
+        let expected: Vec<i64> = (0..4).map(|k| p + 30 * k).collect();
+        assert_eq!(seqs, expected, "partition p{p}");
+    }
+    let db = _b.db().await;
+    let gaps: i64 = db
+        .query_one(
+            "select count(*) from (select m.seq - lag(m.seq) over (partition by m.partition_id order by m.seq) as d
+             from regina.messages m) x where x.d <> 1",
+            &[],
+        )
+        .await
+        .expect("offsets")
+        .get(0);
+    assert_eq!(gaps, 0, "consecutive offsets in every partition");
+}
