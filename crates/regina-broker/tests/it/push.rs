@@ -385,18 +385,7 @@ async fn pushes_split_over_calls_by_item_cap_lose_nothing_and_keep_order() {
             .all(|e| e["status"] == "queued"));
     }
     for i in 0..21 {
-        let r = api
-            .get(&format!(
-                "/api/v1/pop/queue/capped/partition/p{i}?batch=100&autoAck=true"
-            ))
-            .await;
-        assert_eq!(r.status, 200, "{r:?}");
-        let seqs: Vec<i64> = r.body["messages"]
-            .as_array()
-            .expect("messages")
-            .iter()
-            .map(|m| m["data"]["s"].as_i64().expect("s"))
-            .collect();
+        let seqs = drain_sequence(&api, "capped", &format!("p{i}")).await;
         let expected: Vec<i64> = (0..if i == 20 { 40 } else { 3 }).collect();
         assert_eq!(seqs, expected, "partition p{i}");
     }
@@ -435,18 +424,7 @@ async fn a_request_split_over_push_lanes_answers_in_item_order() {
     assert_eq!(entries[120]["status"], "duplicate");
     assert_eq!(entries[120]["message_id"], entries[3]["message_id"]);
     for p in 0..30 {
-        let r = api
-            .get(&format!(
-                "/api/v1/pop/queue/lanes/partition/p{p}?batch=100&autoAck=true"
-            ))
-            .await;
-        assert_eq!(r.status, 200, "{r:?}");
-        let seqs: Vec<i64> = r.body["messages"]
-            .as_array()
-            .expect("messages")
-            .iter()
-            .map(|m| m["data"]["s"].as_i64().expect("s"))
-            .collect();
+        let seqs = drain_sequence(&api, "lanes", &format!("p{p}")).await;
         let expected: Vec<i64> = (0..4).map(|k| p + 30 * k).collect();
         assert_eq!(seqs, expected, "partition p{p}");
     }
@@ -461,4 +439,21 @@ async fn a_request_split_over_push_lanes_answers_in_item_order() {
         .expect("offsets")
         .get(0);
     assert_eq!(gaps, 0, "consecutive offsets in every partition");
+}
+
+/// The `s` members of the payloads of one autoAck pop of up to 100 messages of `partition`, in
+/// delivery order.
+async fn drain_sequence(api: &Api, queue: &str, partition: &str) -> Vec<i64> {
+    let r = api
+        .get(&format!(
+            "/api/v1/pop/queue/{queue}/partition/{partition}?batch=100&autoAck=true"
+        ))
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    r.body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["data"]["s"].as_i64().expect("s"))
+        .collect()
 }
