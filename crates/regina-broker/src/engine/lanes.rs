@@ -22,7 +22,7 @@ use super::PushItem;
 
 /// The lane of `item` among `lanes`: the same for every item of its partition.
 pub(super) fn lane(item: &PushItem, lanes: usize) -> usize {
-    // `DefaultHasher::new()` has fixed keys: a partition's lane is the same in every instance.
+    // `DefaultHasher::new()` has fixed keys: a partition keeps its lane for the process's life.
     let mut hasher = DefaultHasher::new();
     (&*item.queue, &*item.partition).hash(&mut hasher);
     usize::try_from(hasher.finish() % lanes.max(1) as u64).unwrap_or(0)

@@ -275,9 +275,9 @@ impl Waiters {
     /// The answer of the pop holding `ticket`: nothing due until `Some(until)` (or an event), or
     /// `None`, something may be due. Kept only if no event came since the ticket.
     ///
-    /// A handed waiter's answer that something may still be due ends the hand-off, and wakes one
-    /// parked waiter of the group: the long-polls that parked meanwhile would otherwise have
-    /// asked.
+    /// The last answer of a hand-off, when one of its answers said something may still be due,
+    /// ends it and wakes one parked waiter of the group: the long-polls that parked meanwhile
+    /// would otherwise have asked.
     pub(crate) fn quiet_learn(
         &self,
         queue: &str,

@@ -244,7 +244,12 @@ mod quiet {
     /// Registers an any-partition waiter of `group` on `q` and marks it parked, as
     /// `park_until` does before it waits.
     fn parked(waiters: &Arc<Waiters>, group: &str) -> WaiterGuard {
-        let guard = waiters.register(queue_key(None, group)).expect("room");
+        parked_on(waiters, None, group)
+    }
+
+    /// The same for a waiter of `partition` (none: any).
+    fn parked_on(waiters: &Arc<Waiters>, partition: Option<&str>, group: &str) -> WaiterGuard {
+        let guard = waiters.register(queue_key(partition, group)).expect("room");
         waiters.with_entry(guard.id, guard.queue.as_deref(), |e| e.parked = true);
         guard
     }
@@ -336,11 +341,7 @@ mod quiet {
         learn(&waiters, "q", "g", far());
         let a = parked(&waiters, "g");
         let _running = waiters.register(queue_key(None, "g")).expect("room");
-        let _single = {
-            let guard = waiters.register(queue_key(Some("p2"), "g")).expect("room");
-            waiters.with_entry(guard.id, guard.queue.as_deref(), |e| e.parked = true);
-            guard
-        };
+        let _single = parked_on(&waiters, Some("p2"), "g");
         waiters.push_committed("q", &["p1", "p2"]);
         assert!(woken(&waiters, &a));
         assert_eq!(waiters.quiet("q", "g"), None);
