@@ -234,14 +234,19 @@ $$;
 -- partition yields a prefix of its deliverable messages, and saves the cursors that delivered:
 -- leased to i_lease, or settled at once (autoAck), with their ready rows. Each statement reads an
 -- index range per cursor and writes a row per cursor, however many partitions are claimed.
--- o_claimed: the partitions that delivered, in claim order; o_empty: the cursors that did not
--- (the per-partition claim knows what to do with a head that found nothing).
+-- o_claimed: the partitions that delivered, in claim order; o_empty: the cursors that did not and
+-- whose head is not known to be at the partition's end (the per-partition claim knows what to do
+-- with them), or that the budget left unread; o_left: how many of the ready rows it wrote are
+-- claimable now (the others were deleted, or wait for the lease's end).
+select regina._drop_outdated('regina._pop_claim_set(regina.queues, regina.cursors[], integer, '
+                             'boolean, uuid, timestamptz)', 'o_left');
 create or replace function regina._pop_claim_set(i_q regina.queues, i_cursors regina.cursors[],
                                                  i_budget integer, i_auto boolean, i_lease uuid,
                                                  i_now timestamptz,
                                                  out o_messages json[], out o_claimed bigint[],
                                                  out o_empty bigint[],
-                                                 out o_first_ages_ms double precision[])
+                                                 out o_first_ages_ms double precision[],
+                                                 out o_left integer)
 language plpgsql as $$
 declare
     v_group text := i_cursors[1].consumer_group;
@@ -256,6 +261,8 @@ declare
     v_i integer;
     v_k integer := 1;
     v_c regina.cursors;
+    v_ended bigint[];
+    v_settled bigint[];
     -- Fewer messages than the budget: every claimed partition was read to its end (as this
     -- read saw it), so a head without marks moves just past the last message read.
     v_whole boolean;
@@ -342,12 +349,30 @@ begin
             o_empty := o_empty || v_c.partition_id;
         end if;
     end loop;
-    if cardinality(o_claimed) = 0 then
-        return;
+    -- Every cursor was read (the budget was not reached), and those that found nothing and
+    -- whose head is at the partition's end as a read now sees it have nothing to claim: their
+    -- cursors stay as they are, and their ready rows go below with the claimed ones. (What the
+    -- per-partition claim did for them: a second read, and a save that changed nothing.) The
+    -- others (a push committed since the read, a head behind messages that retention removed or
+    -- that belong to other groups) are left to the per-partition claim.
+    v_ended := '{}';
+    if v_whole and cardinality(o_empty) > 0 then
+        v_ended := array(select c.partition_id from unnest(i_cursors) c
+                         where c.partition_id = any (o_empty)
+                           and (select p.next_seq from regina.partitions p
+                                where p.id = c.partition_id) <= c.next_seq);
+        if cardinality(v_ended) > 0 then
+            o_empty := array(select e.id from unnest(o_empty) with ordinality e(id, ord)
+                             where e.id <> all (v_ended) order by e.ord);
+        end if;
     end if;
-    if not i_auto then
+    if not i_auto and cardinality(o_claimed) > 0 then
         update regina.ready r set eligible_at = v_expires
         where r.partition_id = any (o_claimed) and r.consumer_group = v_group;
+    end if;
+    v_settled := case when i_auto then o_claimed || v_ended else v_ended end;
+    o_left := 0;
+    if cardinality(v_settled) = 0 then
         return;
     end if;
     -- The ready rows as _ready_sync leaves them: claimable now (at the back of the line), or
@@ -355,7 +380,7 @@ begin
     with drained as (
         select p.id from regina.cursors c
         join regina.partitions p on p.id = c.partition_id
-        where c.partition_id = any (o_claimed) and c.consumer_group = v_group
+        where c.partition_id = any (v_settled) and c.consumer_group = v_group
           and p.next_seq <= c.next_seq
         for share of p skip locked),
     deleted as (
@@ -363,8 +388,9 @@ begin
         where r.partition_id = d.id and r.consumer_group = v_group
         returning r.partition_id)
     update regina.ready r set eligible_at = i_now
-    where r.partition_id = any (o_claimed) and r.consumer_group = v_group
+    where r.partition_id = any (v_settled) and r.consumer_group = v_group
       and r.partition_id not in (select d.partition_id from deleted d);
+    get diagnostics o_left = row_count;
 end
 $$;
 
@@ -375,13 +401,22 @@ $$;
 -- another consumer of the group holds that partition). Cursors that need only a read are claimed
 -- together (_pop_claim_set); the others (an expired lease to account, a delay, window or ttl)
 -- one by one (_pop_claim). The cost is an index range of the ready rows plus a few rows per
--- candidate: partitions without work for the group cost nothing.
+-- candidate: partitions without work for the group cost nothing. A round that finds fewer
+-- candidates than it asked for is the last: the next would find none.
+--
+-- o_settled: every ready row of the group claimable now that this call's reads showed was
+-- claimed here, and none of them is claimable now any more (each was deleted, or waits for its
+-- lease to end). Only then is the group's earliest ready row, as far as this call knows, one
+-- after i_now (see o_quiet of _pop_one).
+select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
+                             'boolean, uuid, timestamptz, timestamptz)', 'o_settled');
 create or replace function regina._pop_claim_many(i_q regina.queues, i_group text,
                                                   i_budget integer, i_slots integer,
                                                   i_auto boolean, i_lease uuid,
                                                   i_start_at timestamptz, i_now timestamptz,
                                                   out o_messages json[], out o_claimed bigint[],
-                                                  out o_event json, out o_wake timestamptz)
+                                                  out o_event json, out o_wake timestamptz,
+                                                  out o_settled boolean)
 language plpgsql as $$
 declare
     v_plain boolean := i_q.window_buffer_seconds = 0 and i_q.ttl_seconds = 0
@@ -389,6 +424,7 @@ declare
     v_after_at timestamptz := '-infinity';
     v_after_id bigint := 0;
     v_candidates bigint[];
+    v_missing bigint[];
     v_eligible_ats timestamptz[];
     v_cursors regina.cursors[];
     v_plain_cursors regina.cursors[];
@@ -402,10 +438,14 @@ declare
     v_expired bigint := 0;
     v_leases_expired integer := 0;
     v_dead_lettered integer := 0;
+    v_limit integer;
+    v_all_gone boolean := true;
 begin
     o_messages := '{}';
     o_claimed := '{}';
+    o_settled := false;
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
+        v_limit := least(i_slots - cardinality(o_claimed), i_budget);
         select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
                coalesce(array_agg(r.eligible_at order by r.eligible_at, r.partition_id), '{}')
         into v_candidates, v_eligible_ats
@@ -414,16 +454,29 @@ begin
                 and rr.eligible_at <= i_now
                 and (rr.eligible_at, rr.partition_id) > (v_after_at, v_after_id)
               order by rr.eligible_at, rr.partition_id
-              limit least(i_slots - cardinality(o_claimed), i_budget)) r;
-        exit when cardinality(v_candidates) = 0;
+              limit v_limit) r;
+        if cardinality(v_candidates) = 0 then
+            o_settled := v_all_gone;
+            exit;
+        end if;
         v_after_at := v_eligible_ats[cardinality(v_eligible_ats)];
         v_after_id := v_candidates[cardinality(v_candidates)];
         v_cursors := regina._cursors_lock(v_candidates, i_group);
-        -- Some are busy, or have no cursor yet: create the missing ones and lock again (a
-        -- cursor locked by this transaction comes back too).
+        -- Some are busy (another consumer of the group holds them) or have no cursor yet. Only
+        -- when one has none: create the missing ones and lock again (a cursor locked by this
+        -- transaction comes back too). Busy ones alone cost a probe each, not a second lock of
+        -- every candidate.
         if cardinality(v_cursors) < cardinality(v_candidates) then
-            perform regina._cursors_create(i_q.id, i_group, v_candidates, i_start_at);
-            v_cursors := regina._cursors_lock(v_candidates, i_group);
+            v_missing := array(
+                select k.id from unnest(v_candidates) k(id)
+                where k.id <> all (array(select c.partition_id from unnest(v_cursors) c))
+                  and (select 1 from regina.cursors c
+                       where c.partition_id = k.id and c.consumer_group = i_group) is null);
+            if cardinality(v_missing) > 0 then
+                perform regina._cursors_create(i_q.id, i_group, v_missing, i_start_at);
+                v_cursors := regina._cursors_lock(v_candidates, i_group);
+            end if;
+            v_all_gone := v_all_gone and cardinality(v_cursors) = cardinality(v_candidates);
         end if;
 
         v_rest := '{}';
@@ -442,7 +495,9 @@ begin
                 i_budget := i_budget - cardinality(v_set.o_messages);
                 v_first_ages := v_first_ages || v_set.o_first_ages_ms;
                 v_rest := v_rest || v_set.o_empty;
+                v_all_gone := v_all_gone and v_set.o_left = 0;
         end if;
+        v_all_gone := v_all_gone and cardinality(v_rest) = 0;
 
         foreach v_partition_id in array v_rest loop
             exit when i_budget <= 0 or cardinality(o_claimed) >= i_slots;
@@ -462,6 +517,10 @@ begin
                 o_wake := least(o_wake, v_one.o_wake);
             end if;
         end loop;
+        if cardinality(v_candidates) < v_limit then
+            o_settled := v_all_gone;
+            exit;
+        end if;
     end loop;
     if cardinality(o_messages) > 0 or v_expired > 0 or v_leases_expired > 0 then
         o_event := json_build_object(
@@ -480,10 +539,11 @@ $$;
 -- o_quiet, for a pop of one named queue over its partitions that asks for it (`quiet`: the
 -- broker's long-polls; the others skip the lookup): after this call nothing is eligible
 -- for the group there (no ready row is due) until that instant, or `infinity` (until a push, a
--- lease end or a seek); null when something may be eligible now. Read by this call's snapshot
--- after its own claims, so a change it does not show is one that committed later: a push, an
--- ack or a seek, each of which the broker hears of. The broker lets long-polls of the group
--- park without asking again until then (http-api.md §4.9).
+-- lease end or a seek); null when something may be eligible now. Read after the call's own
+-- claims (the rows due now as its last round of candidates read them, when that round claimed
+-- and settled all it found), so a change it does not show is one that committed after the call
+-- began: a push, an ack or a seek, each of which the broker hears of. The broker lets long-polls
+-- of the group park without asking again until then (http-api.md §4.9).
 select regina._drop_outdated('regina._pop_one(jsonb, timestamptz)', 'pop_request');
 select regina._drop_outdated('regina._pop_one(regina.pop_request, timestamptz)', 'o_quiet');
 create or replace function regina._pop_one(i_req regina.pop_request, i_now timestamptz,
@@ -599,6 +659,13 @@ begin
     if i_req.queue is not null and v_single is null and i_req.quiet then
         if v_gone > 0 then
             o_quiet := 'infinity';
+        elsif v_many.o_settled then
+            -- Nothing is claimable now: only the rows after i_now are read, which skips the
+            -- index entries of the rows that claims deleted or moved lately.
+            v_next := (select min(r.eligible_at) from regina.ready r
+                       where r.queue_id = v_q.id and r.consumer_group = v_group
+                         and r.eligible_at > i_now);
+            o_quiet := case when v_next is null then 'infinity' else regina._ts_us(v_next) end;
         else
             v_next := (select min(r.eligible_at) from regina.ready r
                        where r.queue_id = v_q.id and r.consumer_group = v_group);
