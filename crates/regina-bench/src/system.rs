@@ -59,6 +59,8 @@ pub struct System {
     /// Broker settings passed through the environment.
     pub broker_settings: Vec<(String, String)>,
     child: Option<Child>,
+    /// The spawned broker's failover buffer directory, removed when the run stops.
+    buffer_dir: Option<PathBuf>,
 }
 
 /// The private cluster, started once per harness invocation.
@@ -223,9 +225,15 @@ impl System {
             database_url: Some(database_url.clone()),
             ..regina_broker::Config::default()
         };
-        regina_broker::migrate(&config)
-            .await
-            .context("migrate the benchmark database")?;
+        // A broker this run spawns applies its own schema and functions when it starts, so any
+        // build can be measured against this harness (`--regina-bin`); an existing broker or no
+        // broker gets the harness's.
+        let spawns_broker = broker && options.url.is_none();
+        if !spawns_broker {
+            regina_broker::migrate(&config)
+                .await
+                .context("migrate the benchmark database")?;
+        }
         let db = connect(&database_url).await?;
         // pg_stat_statements is optional: the telemetry reads it when present.
         let _ = db
@@ -241,6 +249,7 @@ impl System {
                 postmaster_pid,
                 broker_settings: Vec::new(),
                 child: None,
+                buffer_dir: None,
             });
         }
         if let Some(url) = &options.url {
@@ -252,9 +261,12 @@ impl System {
                 postmaster_pid,
                 broker_settings: Vec::new(),
                 child: None,
+                buffer_dir: None,
             });
         }
         let port = free_port()?;
+        // A failover buffer of its own: an instance locks its directory.
+        let buffer_dir = std::env::temp_dir().join(format!("regina-bench-buffer-{port}"));
         let mut command = Command::new(regina_bin(options.regina_bin.as_deref())?);
         command
             .arg("serve")
@@ -262,11 +274,7 @@ impl System {
             .env("PORT", port.to_string())
             .env("HOST", "127.0.0.1")
             .env("LOG_LEVEL", "warn")
-            // A failover buffer of its own: an instance locks its directory.
-            .env(
-                "FILE_BUFFER_DIR",
-                std::env::temp_dir().join(format!("regina-bench-buffer-{port}")),
-            )
+            .env("FILE_BUFFER_DIR", &buffer_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -284,6 +292,7 @@ impl System {
             postmaster_pid,
             broker_settings: options.broker_env.clone(),
             child: Some(child),
+            buffer_dir: Some(buffer_dir),
         })
     }
 
@@ -292,6 +301,9 @@ impl System {
     pub async fn stop(mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill().await;
+        }
+        if let Some(dir) = self.buffer_dir.take() {
+            let _ = std::fs::remove_dir_all(dir);
         }
     }
 }
