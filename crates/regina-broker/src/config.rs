@@ -112,8 +112,12 @@ pub mod defaults {
     pub const DB_CALLS_PUSH: usize = 2;
     /// `PUSH_SPLIT_ITEMS_MIN`, items of one push request.
     pub const PUSH_SPLIT_ITEMS_MIN: usize = 32;
-    /// `DB_CALLS_POP`, `DB_CALLS_ACK`: fused pop and ack calls in flight.
-    pub const DB_CALLS: usize = 4;
+    /// `DB_CALLS_POP`: fused pop calls in flight. Pops of one group that run at once start at the
+    /// head of the same ready line and skip each other's cursors; two calls keep both cores of a
+    /// 2-core PostgreSQL busy with fewer such collisions than four (docs/tuning.md).
+    pub const DB_CALLS_POP: usize = 2;
+    /// `DB_CALLS_ACK`: fused ack calls in flight.
+    pub const DB_CALLS_ACK: usize = 4;
     /// `DB_PLANS_REFRESH_MS`, milliseconds.
     pub const DB_PLANS_REFRESH_MS: u64 = 10_000;
     /// `BATCH_ITEMS_MAX`, push items, acks or requested pop messages per database call.
@@ -419,12 +423,14 @@ pub struct Config {
     #[arg(long, env = "PUSH_SPLIT_ITEMS_MIN", default_value_t = defaults::PUSH_SPLIT_ITEMS_MIN,
           value_parser = parse_positive_usize)]
     pub push_split_items_min: usize,
-    /// Fused pop calls in flight at once.
-    #[arg(long, env = "DB_CALLS_POP", default_value_t = defaults::DB_CALLS,
+    /// Fused pop calls in flight at once. Pops of one group that run at once start at the head of
+    /// the same ready line and skip the partitions another holds: fewer, larger calls waste less
+    /// (about one per PostgreSQL core).
+    #[arg(long, env = "DB_CALLS_POP", default_value_t = defaults::DB_CALLS_POP,
           value_parser = parse_positive_usize)]
     pub db_calls_pop: usize,
     /// Fused ack calls in flight at once.
-    #[arg(long, env = "DB_CALLS_ACK", default_value_t = defaults::DB_CALLS,
+    #[arg(long, env = "DB_CALLS_ACK", default_value_t = defaults::DB_CALLS_ACK,
           value_parser = parse_positive_usize)]
     pub db_calls_ack: usize,
     /// Acknowledgements commit without waiting for their WAL to reach the disk
