@@ -407,16 +407,18 @@ $$;
 -- o_settled: every ready row of the group claimable now that this call's reads showed was
 -- claimed here, and none of them is claimable now any more (each was deleted, or waits for its
 -- lease to end). Only then is the group's earliest ready row, as far as this call knows, one
--- after i_now (see o_quiet of _pop_one).
+-- after i_now (see o_quiet of _pop_one). o_due: a ready row of the group is known to be
+-- claimable now: a claim here left one due (its partition has more), or a candidate was busy
+-- (another consumer holds it, and its row was due when read).
 select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
-                             'boolean, uuid, timestamptz, timestamptz)', 'o_settled');
+                             'boolean, uuid, timestamptz, timestamptz)', 'o_due');
 create or replace function regina._pop_claim_many(i_q regina.queues, i_group text,
                                                   i_budget integer, i_slots integer,
                                                   i_auto boolean, i_lease uuid,
                                                   i_start_at timestamptz, i_now timestamptz,
                                                   out o_messages json[], out o_claimed bigint[],
                                                   out o_event json, out o_wake timestamptz,
-                                                  out o_settled boolean)
+                                                  out o_settled boolean, out o_due boolean)
 language plpgsql as $$
 declare
     v_plain boolean := i_q.window_buffer_seconds = 0 and i_q.ttl_seconds = 0
@@ -444,6 +446,7 @@ begin
     o_messages := '{}';
     o_claimed := '{}';
     o_settled := false;
+    o_due := false;
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
         v_limit := least(i_slots - cardinality(o_claimed), i_budget);
         select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
@@ -476,7 +479,9 @@ begin
                 perform regina._cursors_create(i_q.id, i_group, v_missing, i_start_at);
                 v_cursors := regina._cursors_lock(v_candidates, i_group);
             end if;
-            v_all_gone := v_all_gone and cardinality(v_cursors) = cardinality(v_candidates);
+            -- Still fewer: the others are busy.
+            o_due := o_due or cardinality(v_cursors) < cardinality(v_candidates);
+            v_all_gone := v_all_gone and not o_due;
         end if;
 
         v_rest := '{}';
@@ -495,6 +500,7 @@ begin
                 i_budget := i_budget - cardinality(v_set.o_messages);
                 v_first_ages := v_first_ages || v_set.o_first_ages_ms;
                 v_rest := v_rest || v_set.o_empty;
+                o_due := o_due or v_set.o_left > 0;
                 v_all_gone := v_all_gone and v_set.o_left = 0;
         end if;
         v_all_gone := v_all_gone and cardinality(v_rest) = 0;
@@ -659,6 +665,10 @@ begin
     if i_req.queue is not null and v_single is null and i_req.quiet then
         if v_gone > 0 then
             o_quiet := 'infinity';
+        elsif v_many.o_due then
+            -- Known to have work due now: not quiet, without a lookup (which would start at the
+            -- index entries that claims deleted or moved lately).
+            o_quiet := null;
         elsif v_many.o_settled then
             -- Nothing is claimable now: only the rows after i_now are read, which skips the
             -- index entries of the rows that claims deleted or moved lately.
