@@ -264,7 +264,9 @@ declare
     v_ended bigint[];
     v_settled bigint[];
     -- Fewer messages than the budget: every claimed partition was read to its end (as this
-    -- read saw it), so a head without marks moves just past the last message read.
+    -- read saw it), so a head without marks moves just past the last message read. With the
+    -- budget reached, so was every partition but the last one read: each partition's read stops
+    -- at the budget on its own, so only the last can have been cut short.
     v_whole boolean;
 begin
     -- The outer `limit` stops the nested loop once the budget is taken: later cursors are not read.
@@ -326,7 +328,8 @@ begin
             v_k := v_k + 1;
         end loop;
         v_marks := i_cursors[v_k].marks;
-        if v_whole and cardinality(v_marks) = 0 then
+        -- (v_i is past this partition's messages: another partition follows when it is in range.)
+        if (v_whole or v_i <= cardinality(v_partitions)) and cardinality(v_marks) = 0 then
             v_head := v_last + 1;
         else
             v_head := regina._advance(v_partition_id, v_last + 1, v_marks, v_group);
