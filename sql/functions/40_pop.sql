@@ -413,15 +413,21 @@ $$;
 -- after i_now (see o_quiet of _pop_one). o_due: a ready row of the group is known to be
 -- claimable now: a claim here left one due (its partition has more), or a candidate was busy
 -- (another consumer holds it, and its row was due when read).
+--
+-- i_busy: partitions that earlier requests of the same call found busy for the group (another
+-- transaction held their cursors): they are passed over without trying their cursors again, and
+-- count as due. o_busy: i_busy and the partitions found busy here.
 select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
-                             'boolean, uuid, timestamptz, timestamptz)', 'o_due');
+                             'boolean, uuid, timestamptz, timestamptz)', 'i_busy');
 create or replace function regina._pop_claim_many(i_q regina.queues, i_group text,
                                                   i_budget integer, i_slots integer,
                                                   i_auto boolean, i_lease uuid,
                                                   i_start_at timestamptz, i_now timestamptz,
+                                                  i_busy bigint[],
                                                   out o_messages json[], out o_claimed bigint[],
                                                   out o_event json, out o_wake timestamptz,
-                                                  out o_settled boolean, out o_due boolean)
+                                                  out o_settled boolean, out o_due boolean,
+                                                  out o_busy bigint[])
 language plpgsql as $$
 declare
     v_plain boolean := i_q.window_buffer_seconds = 0 and i_q.ttl_seconds = 0
@@ -449,7 +455,8 @@ begin
     o_messages := '{}';
     o_claimed := '{}';
     o_settled := false;
-    o_due := false;
+    o_busy := i_busy;
+    o_due := cardinality(i_busy) > 0;
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
         v_limit := least(i_slots - cardinality(o_claimed), i_budget);
         select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
@@ -459,6 +466,7 @@ begin
               where rr.queue_id = i_q.id and rr.consumer_group = i_group
                 and rr.eligible_at <= i_now
                 and (rr.eligible_at, rr.partition_id) > (v_after_at, v_after_id)
+                and rr.partition_id <> all (i_busy)
               order by rr.eligible_at, rr.partition_id
               limit v_limit) r;
         if cardinality(v_candidates) = 0 then
@@ -483,7 +491,12 @@ begin
                 v_cursors := regina._cursors_lock(v_candidates, i_group);
             end if;
             -- Still fewer: the others are busy.
-            o_due := o_due or cardinality(v_cursors) < cardinality(v_candidates);
+            if cardinality(v_cursors) < cardinality(v_candidates) then
+                o_due := true;
+                o_busy := o_busy || array(
+                    select k.id from unnest(v_candidates) k(id)
+                    where k.id <> all (array(select c.partition_id from unnest(v_cursors) c)));
+            end if;
             v_all_gone := v_all_gone and not o_due;
         end if;
 
@@ -553,11 +566,15 @@ $$;
 -- and settled all it found), so a change it does not show is one that committed after the call
 -- began: a push, an ack or a seek, each of which the broker hears of. The broker lets long-polls
 -- of the group park without asking again until then (http-api.md §4.9).
+--
+-- i_busy, o_busy: the partitions of the request's group that earlier requests of the call found
+-- busy, before and after this one (see _pop_claim_many).
 select regina._drop_outdated('regina._pop_one(jsonb, timestamptz)', 'pop_request');
-select regina._drop_outdated('regina._pop_one(regina.pop_request, timestamptz)', 'o_quiet');
+select regina._drop_outdated('regina._pop_one(regina.pop_request, timestamptz)', 'i_busy');
 create or replace function regina._pop_one(i_req regina.pop_request, i_now timestamptz,
+                                           i_busy bigint[],
                                            out o_result json, out o_events json,
-                                           out o_quiet text)
+                                           out o_quiet text, out o_busy bigint[])
 language plpgsql as $$
 declare
     v_group text := coalesce(nullif(i_req."consumerGroup", ''), '__QUEUE_MODE__');
@@ -583,6 +600,7 @@ declare
     v_gone integer := 0;
     v_next timestamptz;
 begin
+    o_busy := i_busy;
     if i_req.queue is not null then
         -- One named queue: its row is read here once (the loop below reads it by id otherwise).
         select * into v_q from regina.queues q where q.name = i_req.queue;
@@ -620,7 +638,8 @@ begin
         end if;
         if v_single is null then
             v_many := regina._pop_claim_many(v_q, v_group, v_budget, v_slots - v_claimed, v_auto,
-                                             v_lease, v_start, i_now);
+                                             v_lease, v_start, i_now, o_busy);
+            o_busy := v_many.o_busy;
             if v_many.o_event is not null then
                 v_events := v_events || v_many.o_event;
             end if;
@@ -728,6 +747,12 @@ declare
     v_req regina.pop_request;
     v_claims_only boolean := true;
     v_one record;
+    -- Partitions that requests of this call found busy, for consecutive requests of the same
+    -- queues (name or selector) and group (v_busy_key): the requests after them pass those by
+    -- instead of trying their cursors again (another call holds them, most likely until after
+    -- this one ends).
+    v_busy_key text[];
+    v_busy bigint[] := '{}';
 begin
     -- A claim that is lost in a database crash is a lease that ended early: its messages are
     -- delivered again, which at-least-once allows. So a call that only claims does not wait for
@@ -744,8 +769,14 @@ begin
     idx := -1;
     foreach v_req in array v_reqs loop
         idx := idx + 1;
+        if v_busy_key is distinct from array[v_req.queue, v_req.namespace, v_req.task,
+                                             v_req."consumerGroup"] then
+            v_busy_key := array[v_req.queue, v_req.namespace, v_req.task, v_req."consumerGroup"];
+            v_busy := '{}';
+        end if;
         -- An assignment, not `select … into`: PL/pgSQL evaluates it without the executor.
-        v_one := regina._pop_one(v_req, v_now);
+        v_one := regina._pop_one(v_req, v_now, v_busy);
+        v_busy := v_one.o_busy;
         result := v_one.o_result;
         events := v_one.o_events;
         quiet := v_one.o_quiet;

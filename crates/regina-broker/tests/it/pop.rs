@@ -387,3 +387,103 @@ async fn explicit_queue_mode_group_is_queue_mode() {
     api.ack_all(&r).await;
     assert_eq!(api.pop("qm", "").await.data(), vec![json!(2)], "one cursor");
 }
+
+/// Requests of one fused pop call that follow a request which found partitions busy for its
+/// group (another transaction holds their cursors) pass those partitions by and say that work is
+/// due; a request of another group in the same call still claims them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_passes_by_partitions_found_busy_for_that_group_only() {
+    let (b, api) = start().await;
+    let parts = ["p0", "p1", "p2", "p3"];
+    for p in parts {
+        api.push_one("busyq", p, json!(format!("{p}-first"))).await;
+    }
+    let db = b.db().await;
+    let claim_all = json!([{"queue": "busyq", "consumerGroup": "a", "batch": 10,
+                            "partitions": 10, "autoAck": true}])
+    .to_string();
+    db.query("select 1 from regina.pop($1::text::jsonb)", &[&claim_all])
+        .await
+        .unwrap();
+    for p in parts {
+        api.push_one("busyq", p, json!(format!("{p}-second"))).await;
+    }
+    // Another transaction holds group a's cursors of p0 and p1.
+    let holder = b.db().await;
+    holder
+        .batch_execute(
+            "begin; select 1 from regina.cursors c join regina.partitions p on p.id = c.partition_id
+             where c.consumer_group = 'a' and p.name in ('p0', 'p1') for update of c",
+        )
+        .await
+        .unwrap();
+    let request = |group: &str| {
+        json!({"queue": "busyq", "consumerGroup": group, "batch": 10, "partitions": 10,
+               "autoAck": true, "quiet": true})
+    };
+    let call = json!([request("a"), request("a"), request("b")]).to_string();
+    let rows = db
+        .query(
+            "select idx, result::text, quiet from regina.pop($1::text::jsonb) order by idx",
+            &[&call],
+        )
+        .await
+        .unwrap();
+    let results: Vec<(Value, Option<String>)> = rows
+        .iter()
+        .map(|r| {
+            let text: String = r.get(1);
+            (serde_json::from_str(&text).unwrap(), r.get(2))
+        })
+        .collect();
+    let data = |result: &Value| -> Vec<String> {
+        let mut d: Vec<String> = result["messages"]
+            .as_array()
+            .map(|m| {
+                m.iter()
+                    .map(|x| x["data"].as_str().unwrap().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        d.sort();
+        d
+    };
+    assert_eq!(
+        data(&results[0].0),
+        ["p2-second", "p3-second"],
+        "{results:?}"
+    );
+    assert!(
+        results[1].0["empty"].is_string(),
+        "p0, p1 busy: {results:?}"
+    );
+    assert_eq!(
+        results[1].1, None,
+        "busy partitions hold due work: not quiet"
+    );
+    assert_eq!(
+        data(&results[2].0),
+        [
+            "p0-first",
+            "p0-second",
+            "p1-first",
+            "p1-second",
+            "p2-first",
+            "p2-second",
+            "p3-first",
+            "p3-second"
+        ],
+        "group b is not held back by a's busy partitions: {results:?}"
+    );
+    holder.batch_execute("rollback").await.unwrap();
+    // Released: the next call claims them for a.
+    let rows = db
+        .query(
+            "select result::text from regina.pop($1::text::jsonb)",
+            &[&claim_all],
+        )
+        .await
+        .unwrap();
+    let next: Value = serde_json::from_str(&rows[0].get::<_, String>(0)).unwrap();
+    assert_eq!(data(&next), ["p0-second", "p1-second"], "{next}");
+}
