@@ -1,0 +1,61 @@
+-- A recount rewrites a partition's counts where they are (a HOT update: no new index entries),
+-- even when the table's pages were filled by the first pass: the stats refresh rewrites every
+-- partition it recounts, so at 100 000 partitions index inserts were a third of its statement.
+
+select pg_advisory_lock(8243108395492638739);   -- the pass lock (see the other stats tests)
+
+create function pg_temp.refresh(i_now timestamptz) returns bigint
+language plpgsql as $$
+declare
+    v_n integer;
+    v_total bigint := 0;
+begin
+    perform regina.stats_refresh_begin(i_now);
+    loop
+        v_n := regina.stats_refresh_batch(100, i_now);
+        v_total := v_total + v_n;
+        exit when v_n < 100;
+    end loop;
+    perform regina.stats_refresh_end(v_total, i_now);
+    return v_total;
+end
+$$;
+
+create function pg_temp.push_each(i_round integer, i_now timestamptz) returns void
+language sql as $$
+    select regina.push((select jsonb_agg(jsonb_build_object(
+                            'queue', 'hot', 'partition', 'p' || i, 'payload', i,
+                            'transactionId', i_round || '-' || i,
+                            'messageId', gen_random_uuid()))
+                        from generate_series(1, 400) i), i_now => i_now)
+$$;
+
+do $$
+declare
+    t0 timestamptz := '2026-01-01T00:00:00Z';
+    v_updated bigint;
+    v_hot bigint;
+    v_n bigint;
+begin
+    perform pg_temp.push_each(1, t0);
+    v_n := pg_temp.refresh(t0 + interval '1 second');
+    assert v_n >= 400, format('the first pass counts every partition: %s', v_n);
+    -- More rows than one page holds, so a table packed full would have no room left in place.
+    assert pg_relation_size('regina.partition_stats') > current_setting('block_size')::bigint,
+        'the counts fill more than one page';
+
+    v_updated := pg_stat_get_xact_tuples_updated('regina.partition_stats'::regclass);
+    v_hot := pg_stat_get_xact_tuples_hot_updated('regina.partition_stats'::regclass);
+    perform pg_temp.push_each(2, t0 + interval '2 seconds');
+    v_n := pg_temp.refresh(t0 + interval '3 seconds');
+    assert v_n = 400, format('a push to each partition: every one recounted: %s', v_n);
+    v_updated := pg_stat_get_xact_tuples_updated('regina.partition_stats'::regclass) - v_updated;
+    v_hot := pg_stat_get_xact_tuples_hot_updated('regina.partition_stats'::regclass) - v_hot;
+    assert v_updated = 400, format('each recount rewrites its row once: %s', v_updated);
+    assert v_hot = v_updated, format('%s of %s rewrites were in place', v_hot, v_updated);
+    assert (select s.total from regina.partition_stats s join regina.partitions p
+            on p.id = s.partition_id where p.name = 'p7') = 2, 'the new counts';
+end
+$$;
+
+select pg_advisory_unlock(8243108395492638739);
