@@ -137,7 +137,15 @@ returns void
 language plpgsql as $$
 begin
     insert into regina.cursors (partition_id, consumer_group, queue_id, next_seq)
-    select p.id, i_group, i_queue_id, regina._start_seq(p.id, i_start_at)
+    select p.id, i_group, i_queue_id,
+           case when i_start_at is null then
+               -- _start_seq's answer for a start at the oldest message, without a call per row:
+               -- the next offset as this statement's snapshot has it (the locked row may be a
+               -- newer version), so the messages read below are all those under it.
+               (select coalesce((select min(m.seq) from regina.messages m
+                                 where m.partition_id = e.id and m.seq < e.next_seq), e.next_seq)
+                from regina.partitions e where e.id = p.id)
+           else regina._start_seq(p.id, i_start_at) end
     from unnest(i_partition_ids) k(partition_id)
     cross join lateral (select pp.id from regina.partitions pp
                         where pp.id = k.partition_id for key share) p
