@@ -4,23 +4,6 @@
 
 select pg_advisory_lock(8243108395492638739);   -- the pass lock (see the other stats tests)
 
-create function pg_temp.refresh(i_now timestamptz) returns bigint
-language plpgsql as $$
-declare
-    v_n integer;
-    v_total bigint := 0;
-begin
-    perform regina.stats_refresh_begin(i_now);
-    loop
-        v_n := regina.stats_refresh_batch(100, i_now);
-        v_total := v_total + v_n;
-        exit when v_n < 100;
-    end loop;
-    perform regina.stats_refresh_end(v_total, i_now);
-    return v_total;
-end
-$$;
-
 create function pg_temp.push_each(i_round integer, i_now timestamptz) returns void
 language sql as $$
     select regina.push((select jsonb_agg(jsonb_build_object(
@@ -38,7 +21,7 @@ declare
     v_n bigint;
 begin
     perform pg_temp.push_each(1, t0);
-    v_n := pg_temp.refresh(t0 + interval '1 second');
+    v_n := pg_temp.stats_pass(t0 + interval '1 second', 100);
     assert v_n >= 400, format('the first pass counts every partition: %s', v_n);
     -- More rows than one page holds, so a table packed full would have no room left in place.
     assert pg_relation_size('regina.partition_stats') > current_setting('block_size')::bigint,
@@ -47,7 +30,7 @@ begin
     v_updated := pg_stat_get_xact_tuples_updated('regina.partition_stats'::regclass);
     v_hot := pg_stat_get_xact_tuples_hot_updated('regina.partition_stats'::regclass);
     perform pg_temp.push_each(2, t0 + interval '2 seconds');
-    v_n := pg_temp.refresh(t0 + interval '3 seconds');
+    v_n := pg_temp.stats_pass(t0 + interval '3 seconds', 100);
     assert v_n = 400, format('a push to each partition: every one recounted: %s', v_n);
     v_updated := pg_stat_get_xact_tuples_updated('regina.partition_stats'::regclass) - v_updated;
     v_hot := pg_stat_get_xact_tuples_hot_updated('regina.partition_stats'::regclass) - v_hot;

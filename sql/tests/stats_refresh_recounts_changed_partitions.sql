@@ -6,24 +6,6 @@
 -- this database does not refresh in the middle of the test.
 select pg_advisory_lock(8243108395492638739);
 
--- One pass at i_now, two partitions per batch; returns the partitions recounted.
-create function pg_temp.refresh(i_now timestamptz) returns bigint
-language plpgsql as $$
-declare
-    v_n integer;
-    v_total bigint := 0;
-begin
-    perform regina.stats_refresh_begin(i_now);
-    loop
-        v_n := regina.stats_refresh_batch(2, i_now);
-        v_total := v_total + v_n;
-        exit when v_n < 2;
-    end loop;
-    perform regina.stats_refresh_end(v_total, i_now);
-    return v_total;
-end
-$$;
-
 create function pg_temp.counts(i_partition text) returns jsonb
 language sql as $$
     select jsonb_build_object('total', s.total, 'pending', s.pending, 'processing', s.processing,
@@ -45,7 +27,7 @@ begin
                              'payload', i, 'transactionId', 'm' || i, 'messageId', gen_random_uuid()))
                          from generate_series(1, 8) i), i_now => t0);
 
-    v_n := pg_temp.refresh(t0 + interval '1 second');
+    v_n := pg_temp.stats_pass(t0 + interval '1 second', 2);
     assert v_n = 3, format('first pass counts every partition: %s', v_n);
     assert pg_temp.counts('p1') = '{"total":5,"pending":5,"processing":0,"completed":0,"failed":0,"deadLetter":0}',
         format('p1 %s', pg_temp.counts('p1'));
@@ -54,7 +36,7 @@ begin
         'queue sums';
     assert regina._stats_age(t0 + interval '4 seconds') = 3, 'statsAge from the end of the pass';
 
-    v_n := pg_temp.refresh(t0 + interval '2 seconds');
+    v_n := pg_temp.stats_pass(t0 + interval '2 seconds', 2);
     assert v_n = 0, format('nothing changed, nothing recounted: %s', v_n);
 
     -- Queue mode's first pop subscribes it (every partition of the queue is recounted) and leases
@@ -63,14 +45,14 @@ begin
                                             "leaseId":"0196a000-0000-7000-8000-000000002001"}]',
                                          t0 + interval '3 seconds');
     pid := v ->> 'partitionId';
-    v_n := pg_temp.refresh(t0 + interval '4 seconds');
+    v_n := pg_temp.stats_pass(t0 + interval '4 seconds', 2);
     assert v_n = 3, format('a new known group: the queue is recounted %s', v_n);
     assert pg_temp.counts('p1') ->> 'processing' = '2', format('leased %s', pg_temp.counts('p1'));
 
     -- An ack inside the lease leaves the ready row alone; the live lease keeps p1 recounted.
     perform regina.ack(jsonb_build_array(jsonb_build_object('transactionId', 'm1', 'partitionId', pid,
         'leaseId', '0196a000-0000-7000-8000-000000002001')), t0 + interval '5 seconds');
-    v_n := pg_temp.refresh(t0 + interval '6 seconds');
+    v_n := pg_temp.stats_pass(t0 + interval '6 seconds', 2);
     assert v_n = 1, format('only the leased partition: %s', v_n);
     assert pg_temp.counts('p1') = '{"total":5,"pending":3,"processing":1,"completed":1,"failed":0,"deadLetter":0}',
         format('p1 after the ack %s', pg_temp.counts('p1'));
@@ -80,7 +62,7 @@ begin
                                   'm8', t0 + interval '7 seconds');
     assert exists (select 1 from regina.stats_dirty d join regina.partitions p on p.id = d.partition_id
                    where p.name = 'p2'), 'the delete marked p2';
-    v_n := pg_temp.refresh(t0 + interval '8 seconds');
+    v_n := pg_temp.stats_pass(t0 + interval '8 seconds', 2);
     assert v_n = 2, format('p2 and the leased p1: %s', v_n);
     assert pg_temp.counts('p2') ->> 'total' = '2', format('p2 %s', pg_temp.counts('p2'));
 
@@ -88,7 +70,7 @@ begin
     perform regina.ack(jsonb_build_array(jsonb_build_object('transactionId', 'm2', 'partitionId', pid,
         'leaseId', '0196a000-0000-7000-8000-000000002001', 'status', 'failed', 'error', 'boom')),
         t0 + interval '9 seconds');
-    v_n := pg_temp.refresh(t0 + interval '10 seconds');
+    v_n := pg_temp.stats_pass(t0 + interval '10 seconds', 2);
     assert v_n = 1, format('p1 only: %s', v_n);
     assert pg_temp.counts('p1') = '{"total":5,"pending":3,"processing":0,"completed":2,"failed":0,"deadLetter":1}',
         format('p1 after the failure %s', pg_temp.counts('p1'));
@@ -105,7 +87,7 @@ begin
     -- A second queue, beyond a label limit of one: summed under _other.
     perform regina.push('[{"queue":"sr","partition":"Default","payload":1,"transactionId":"r1","messageId":"0196a000-0000-7000-8000-000000002101"}]',
                         i_now => t0);
-    perform pg_temp.refresh(t0 + interval '11 seconds');
+    perform pg_temp.stats_pass(t0 + interval '11 seconds', 2);
     assert (select jsonb_object_agg(g.metric || '/' || g.queue || '/' || coalesce(g.consumer_group, ''), g.value)
             from regina.metrics_cluster_gauges(1, t0 + interval '12 seconds') g)
            = '{"queue_depth/sq/": 5, "queue_depth/_other/": 1, "dlq_depth/sq/": 1, "dlq_depth/_other/": 0,

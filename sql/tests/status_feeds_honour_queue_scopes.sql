@@ -15,9 +15,7 @@ begin
                              'queue', q, 'partition', 'Default', 'payload', 1,
                              'transactionId', q, 'messageId', gen_random_uuid()))
                          from unnest(array['a.1', 'a.2', 'b.1']) q), i_now => t0);
-    perform regina.stats_refresh_begin(t0);
-    perform regina.stats_refresh_batch(100, t0);
-    perform regina.stats_refresh_end(3, t0);
+    perform pg_temp.stats_pass(t0, 100);
     insert into regina.queue_metrics (bucket, queue_name, worker_id, pushed)
     values (t0, 'a.1', 'w', 1), (t0, 'b.1', 'w', 10), (t0, '_other', 'w', 100);
     perform regina.metrics_rollup('-infinity', 'infinity');   -- what the refresh keeps

@@ -8,6 +8,21 @@ fn sql_tests_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../sql/tests")
 }
 
+/// The helpers of `sql/tests/helpers/` (session-local `pg_temp` functions), run before each file.
+fn sql_helpers() -> String {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(sql_tests_dir().join("helpers"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "sql"))
+        .collect();
+    files.sort();
+    files
+        .iter()
+        .map(|file| std::fs::read_to_string(file).unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_level_tests_pass_each_on_a_fresh_database() {
     let mut files: Vec<PathBuf> = std::fs::read_dir(sql_tests_dir())
@@ -17,10 +32,11 @@ async fn sql_level_tests_pass_each_on_a_fresh_database() {
         .collect();
     files.sort();
     assert!(files.len() >= 5, "expected the SQL tests, found {files:?}");
+    let helpers = sql_helpers();
     let mut failures = Vec::new();
     for file in &files {
         let broker = TestBroker::start().await;
-        let script = std::fs::read_to_string(file).unwrap();
+        let script = format!("{helpers}\n{}", std::fs::read_to_string(file).unwrap());
         if let Err(error) = broker.db().await.batch_execute(&script).await {
             let detail = error
                 .as_db_error()
