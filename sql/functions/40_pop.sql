@@ -397,6 +397,54 @@ begin
 end
 $$;
 
+-- The ready set is read in claim order only: an index scan of `ready_claim_order` that stops at
+-- the rows it needs. Its front holds the index entries of rows that claims deleted or moved lately;
+-- a scan in order passes them once and marks them dead for the next scans, as soon as no
+-- transaction can see their rows any more. A plan that reads the range by bitmap and sorts it
+-- reads every entry of the range, dead ones included, at every call, and never marks any: with
+-- tens of thousands of them between two vacuums, each call costs milliseconds. The planner
+-- prefers it whenever the statistics say the group has about one row (a table analyzed while
+-- the consumers were caught up), and a generic plan lasts until the next analyze: hence these
+-- two reads in functions of their own, planned without bitmap scans and without sorts.
+
+-- The group's ready rows of a queue claimable at i_now, after (i_after_at, i_after_id) in claim
+-- order, without the partitions of i_busy: the first i_limit, their partitions and times.
+create or replace function regina._ready_candidates(i_queue_id bigint, i_group text,
+                                                    i_now timestamptz, i_after_at timestamptz,
+                                                    i_after_id bigint, i_busy bigint[],
+                                                    i_limit integer,
+                                                    out o_partition_ids bigint[],
+                                                    out o_eligible_ats timestamptz[])
+language plpgsql set enable_bitmapscan = off set enable_sort = off as $$
+begin
+    select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
+           coalesce(array_agg(r.eligible_at order by r.eligible_at, r.partition_id), '{}')
+    into o_partition_ids, o_eligible_ats
+    from (select rr.partition_id, rr.eligible_at from regina.ready rr
+          where rr.queue_id = i_queue_id and rr.consumer_group = i_group
+            and rr.eligible_at <= i_now
+            and (rr.eligible_at, rr.partition_id) > (i_after_at, i_after_id)
+            and rr.partition_id <> all (i_busy)
+          order by rr.eligible_at, rr.partition_id
+          limit i_limit) r;
+end
+$$;
+
+-- The time of the group's earliest ready row of a queue after i_after (`-infinity`: any, as no
+-- ready row is ever due that early); null when it has none.
+create or replace function regina._ready_next(i_queue_id bigint, i_group text,
+                                              i_after timestamptz)
+returns timestamptz
+language plpgsql set enable_bitmapscan = off set enable_sort = off as $$
+begin
+    return (select r.eligible_at from regina.ready r
+            where r.queue_id = i_queue_id and r.consumer_group = i_group
+              and r.eligible_at > i_after
+            order by r.eligible_at
+            limit 1);
+end
+$$;
+
 -- Claims up to i_slots partitions of a queue for a group, i_budget messages in all, from its ready
 -- rows that are claimable now, longest waiting first (starvation-free: a claimed partition that
 -- still has work goes to the back). Candidates come in rounds of the slots still free, their
@@ -459,16 +507,9 @@ begin
     o_due := cardinality(i_busy) > 0;
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
         v_limit := least(i_slots - cardinality(o_claimed), i_budget);
-        select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
-               coalesce(array_agg(r.eligible_at order by r.eligible_at, r.partition_id), '{}')
-        into v_candidates, v_eligible_ats
-        from (select rr.partition_id, rr.eligible_at from regina.ready rr
-              where rr.queue_id = i_q.id and rr.consumer_group = i_group
-                and rr.eligible_at <= i_now
-                and (rr.eligible_at, rr.partition_id) > (v_after_at, v_after_id)
-                and rr.partition_id <> all (i_busy)
-              order by rr.eligible_at, rr.partition_id
-              limit v_limit) r;
+        select * into v_candidates, v_eligible_ats
+        from regina._ready_candidates(i_q.id, i_group, i_now, v_after_at, v_after_id, i_busy,
+                                      v_limit);
         if cardinality(v_candidates) = 0 then
             o_settled := v_all_gone;
             exit;
@@ -694,13 +735,10 @@ begin
         elsif v_many.o_settled then
             -- Nothing is claimable now: only the rows after i_now are read, which skips the
             -- index entries of the rows that claims deleted or moved lately.
-            v_next := (select min(r.eligible_at) from regina.ready r
-                       where r.queue_id = v_q.id and r.consumer_group = v_group
-                         and r.eligible_at > i_now);
+            v_next := regina._ready_next(v_q.id, v_group, i_now);
             o_quiet := case when v_next is null then 'infinity' else regina._ts_us(v_next) end;
         else
-            v_next := (select min(r.eligible_at) from regina.ready r
-                       where r.queue_id = v_q.id and r.consumer_group = v_group);
+            v_next := regina._ready_next(v_q.id, v_group, '-infinity');
             o_quiet := case when v_next is null then 'infinity'
                             when v_next > i_now then regina._ts_us(v_next) end;
         end if;
@@ -715,10 +753,9 @@ begin
         if o_quiet is not null then
             v_wake := least(v_wake, v_next);
         elsif v_single is null then
-            v_wake := least(v_wake, (
-                select min(r.eligible_at) from regina.ready r
-                where r.queue_id = any (v_queues) and r.consumer_group = v_group
-                  and r.eligible_at > i_now));
+            -- Each queue's earliest in claim order (one `= any` range would be read whole).
+            v_wake := least(v_wake, (select min(regina._ready_next(k.id, v_group, i_now))
+                                     from unnest(v_queues) k(id)));
         end if;
         o_result := json_build_object('empty', v_reason,
                                       'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end));

@@ -153,6 +153,13 @@ async fn pop_ack_and_transaction_work_is_linear_in_their_items() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_message_calls_work_is_bounded_whatever_the_tables_hold() {
+    for scenario in scenarios::SINGLES {
+        check(scenario).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_jobs_work_is_linear_in_what_they_process() {
     for scenario in scenarios::JOBS {
         check(scenario).await;

@@ -260,6 +260,92 @@ pub const DELIVERY: &[&Scenario] = &[
     },
 ];
 
+/// `queue` after a group drained `2n` partitions of one message each (so the group has `2n`
+/// cursors, and its ready set as many deleted rows whose index entries no vacuum removed), with
+/// one more message pushed to `p0`: a call on that message meets tables sized by `n`, not by its
+/// input, and twice the bound of a call of one input row even at the small size.
+fn one_new_message_among(queue: &str, n: usize) -> String {
+    format!(
+        "{}; {}; {}",
+        spread_backlog(queue, 2 * n, "{}"),
+        pop_call(queue, n, 2 * n, 2 * n, true),
+        push_call(&push_items(queue, 1, 1, "next"))
+    )
+}
+
+/// `queue` with `2n` partitions of one message each and `2n` more messages in `p0`, the
+/// partition its group reads first: the statistics say a partition holds about two messages,
+/// and the one read holds thousands at the large size.
+fn one_deep_partition_among(queue: &str, n: usize) -> String {
+    format!(
+        "{}; {}",
+        spread_backlog(queue, 2 * n, "{}"),
+        push_call(&push_items(queue, 2 * n, 1, "deep"))
+    )
+}
+
+/// Calls on one message in tables grown by `n`: a plan whose work follows a table, not the
+/// input, handles thousands of rows for one (a join the planner hashes once a group has about
+/// a thousand cursors would read them all; a keyed statement per cursor never does).
+pub const SINGLES: &[&Scenario] = &[
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        name: "one-message push to a queue of 2n partitions with a group",
+        setup: |queue, n| one_new_message_among(queue, n),
+        call: |queue, _| push_call(&push_items(queue, 1, 1, "single")),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        name: "lease pop of one message in a group with 2n cursors",
+        setup: |queue, n| one_new_message_among(queue, n),
+        call: |queue, n| pop_call(queue, n + 1, 1, 1, false),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        name: "autoAck pop of one message in a group with 2n cursors",
+        setup: |queue, n| one_new_message_among(queue, n),
+        call: |queue, n| pop_call(queue, n + 1, 1, 1, true),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        name: "ack of one message in a group with 2n cursors",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; {}",
+                one_new_message_among(queue, n),
+                pop_call(queue, n + 1, 1, 1, false),
+                stage(&lease_acks(n + 1, "completed"))
+            )
+        },
+        call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        name: "lease pop of one message from a partition of 2n among 2n partitions",
+        setup: |queue, n| one_deep_partition_among(queue, n),
+        call: |queue, n| pop_call(queue, n, 1, 1, false),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        name: "ack of the first message of a partition of 2n among 2n partitions",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; {}",
+                one_deep_partition_among(queue, n),
+                pop_call(queue, n, 1, 1, false),
+                stage(&lease_acks(n, "completed"))
+            )
+        },
+        call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+];
+
 /// Every other queue's deletion option off: the call works on the scenario's queue only.
 fn only_queue_deletes(queue: &str) -> String {
     format!(
