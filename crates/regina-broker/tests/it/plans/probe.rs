@@ -134,11 +134,15 @@ fn collect_nodes(node: &Value, statement: &str, into: &mut Vec<NodeWork>) {
         + number("Rows Removed by Filter")
         + number("Rows Removed by Join Filter")
         + number("Rows Removed by Index Recheck");
-    let relation = node["Relation Name"]
+    let mut relation = node["Relation Name"]
         .as_str()
         .or(node["CTE Name"].as_str())
         .or(node["Function Name"].as_str())
-        .unwrap_or("");
+        .unwrap_or("")
+        .to_owned();
+    if let Some(index) = node["Index Name"].as_str() {
+        relation = format!("{relation} using {index}");
+    }
     into.push(NodeWork {
         rows: per_loop * number("Actual Loops"),
         label: format!(

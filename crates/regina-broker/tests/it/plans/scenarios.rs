@@ -1,7 +1,7 @@
 //! The calls whose plans are measured: each builds its input with set-based SQL of the given
 //! size, spread over as many partitions as it has items (the shape that made plans quadratic).
 
-use super::Scenario;
+use super::{Scenario, ANALYZE_FILLED};
 
 fn identity(n: usize) -> usize {
     n
@@ -39,6 +39,7 @@ pub const PUSH: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "push creating every partition",
         setup: |_, _| String::new(),
         call: |queue, n| push_call(&push_items(queue, n, n, "new")),
@@ -46,6 +47,7 @@ pub const PUSH: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "push creating n partitions in a queue that has n already",
         setup: |queue, n| push_call(&push_items(queue, n, n, "old")),
         call: |queue, n| {
@@ -60,6 +62,7 @@ pub const PUSH: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "push over existing partitions with subscribed groups",
         setup: |queue, n| {
             format!(
@@ -73,6 +76,7 @@ pub const PUSH: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "push of duplicates (stored keys, and keys repeated in the batch)",
         setup: |queue, n| push_call(&push_items(queue, n / 2, n, "dup")),
         // Items 0 … n/2-1 repeat stored keys; the rest repeat keys of each other in pairs.
@@ -148,6 +152,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "pop claiming one message from each of n partitions",
         setup: |queue, n| spread_backlog(queue, n, "{}"),
         call: |queue, n| pop_call(queue, n, n, n, false),
@@ -155,6 +160,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "pop with autoAck draining n partitions",
         setup: |queue, n| spread_backlog(queue, n, "{}"),
         call: |queue, n| pop_call(queue, n, n, n, true),
@@ -162,6 +168,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "pop of n messages from one partition",
         setup: |queue, n| {
             format!(
@@ -175,6 +182,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "ack/batch of one message on each of n leased partitions",
         setup: |queue, n| {
             format!(
@@ -189,6 +197,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "ack/batch of n messages of one lease",
         setup: |queue, n| {
             format!(
@@ -204,6 +213,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "ack/batch failing n leases (retries and dead letters)",
         setup: |queue, n| {
             format!(
@@ -218,6 +228,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "transaction acking n/2 leased messages and pushing n/2 single-item operations",
         setup: |queue, n| {
             format!(
@@ -244,6 +255,7 @@ pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "lease sweep accounting n expired leases",
         setup: |queue, n| {
             format!(
@@ -284,6 +296,18 @@ fn one_deep_partition_among(queue: &str, n: usize) -> String {
     )
 }
 
+/// `queue` whose one partition `p0` held a message that its group `g` consumed, the statistics
+/// taken then (the queue nearly empty, as a caught-up system is), and `2n` messages pushed to
+/// `p0` since: plans made from those statistics meet a partition of thousands at the large size.
+fn filled_after_the_statistics(queue: &str, n: usize) -> String {
+    format!(
+        "{}; {}; {ANALYZE_FILLED}; {}",
+        spread_backlog(queue, 1, "{}"),
+        pop_call(queue, 0, 1, 1, true),
+        push_call(&push_items(queue, 2 * n, 1, "burst"))
+    )
+}
+
 /// Calls on one message in tables grown by `n`: a plan whose work follows a table, not the
 /// input, handles thousands of rows for one (a join the planner hashes once a group has about
 /// a thousand cursors would read them all; a keyed statement per cursor never does).
@@ -291,6 +315,7 @@ pub const SINGLES: &[&Scenario] = &[
     &Scenario {
         input: |_| 1,
         own_database: false,
+        stale_statistics: false,
         name: "one-message push to a queue of 2n partitions with a group",
         setup: |queue, n| one_new_message_among(queue, n),
         call: |queue, _| push_call(&push_items(queue, 1, 1, "single")),
@@ -298,6 +323,7 @@ pub const SINGLES: &[&Scenario] = &[
     &Scenario {
         input: |_| 1,
         own_database: false,
+        stale_statistics: false,
         name: "lease pop of one message in a group with 2n cursors",
         setup: |queue, n| one_new_message_among(queue, n),
         call: |queue, n| pop_call(queue, n + 1, 1, 1, false),
@@ -305,6 +331,7 @@ pub const SINGLES: &[&Scenario] = &[
     &Scenario {
         input: |_| 1,
         own_database: false,
+        stale_statistics: false,
         name: "autoAck pop of one message in a group with 2n cursors",
         setup: |queue, n| one_new_message_among(queue, n),
         call: |queue, n| pop_call(queue, n + 1, 1, 1, true),
@@ -312,6 +339,7 @@ pub const SINGLES: &[&Scenario] = &[
     &Scenario {
         input: |_| 1,
         own_database: false,
+        stale_statistics: false,
         name: "ack of one message in a group with 2n cursors",
         setup: |queue, n| {
             format!(
@@ -326,6 +354,7 @@ pub const SINGLES: &[&Scenario] = &[
     &Scenario {
         input: |_| 1,
         own_database: false,
+        stale_statistics: false,
         name: "lease pop of one message from a partition of 2n among 2n partitions",
         setup: |queue, n| one_deep_partition_among(queue, n),
         call: |queue, n| pop_call(queue, n, 1, 1, false),
@@ -333,6 +362,7 @@ pub const SINGLES: &[&Scenario] = &[
     &Scenario {
         input: |_| 1,
         own_database: false,
+        stale_statistics: false,
         name: "ack of the first message of a partition of 2n among 2n partitions",
         setup: |queue, n| {
             format!(
@@ -343,6 +373,14 @@ pub const SINGLES: &[&Scenario] = &[
             )
         },
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "lease pop of one message from a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, n| pop_call(queue, n, 1, 1, false),
     },
 ];
 
@@ -360,6 +398,7 @@ pub const JOBS: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "retention deleting one message from each of n partitions",
         setup: |queue, n| {
             format!(
@@ -377,6 +416,7 @@ pub const JOBS: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "eviction of one unsettled message from each of n partitions",
         setup: |queue, n| {
             format!(
@@ -394,6 +434,7 @@ pub const JOBS: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: false,
+        stale_statistics: false,
         name: "partition cleanup of n empty partitions",
         setup: |queue, n| {
             format!(
@@ -411,6 +452,7 @@ pub const JOBS: &[&Scenario] = &[
     &Scenario {
         input: |_| 1,
         own_database: false,
+        stale_statistics: false,
         name: "requeue of one dead letter among n",
         setup: |queue, n| {
             format!(
@@ -432,6 +474,7 @@ pub const JOBS: &[&Scenario] = &[
     &Scenario {
         input: identity,
         own_database: true,
+        stale_statistics: false,
         name: "a stats pass over n changed partitions",
         setup: |queue, n| spread_backlog(queue, n, "{}"),
         call: |_, n| {
