@@ -465,23 +465,37 @@ $$;
 -- i_busy: partitions that earlier requests of the same call found busy for the group (another
 -- transaction held their cursors): they are passed over without trying their cursors again, and
 -- count as due. o_busy: i_busy and the partitions found busy here.
+--
+-- i_after_at, i_after_id: where in claim order an earlier request of the same call for this
+-- queue and group stopped, having handled every ready row before it (claimed, found busy, or
+-- found with nothing to deliver); null to start at the front. Those rows' index entries are
+-- deleted or moved by this very transaction, so no scan could skip them before it commits: a
+-- request that starts at the front walks them all. A ready row committed before that point since
+-- the earlier request read is left to the next call, so a request that starts there never
+-- reports o_settled. o_after_at, o_after_id: where this request stopped in the same sense (the
+-- start when it handled no round whole).
 select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
                              'boolean, uuid, timestamptz, timestamptz)', 'i_busy');
+select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
+                             'boolean, uuid, timestamptz, timestamptz, bigint[])', 'i_after_at');
 create or replace function regina._pop_claim_many(i_q regina.queues, i_group text,
                                                   i_budget integer, i_slots integer,
                                                   i_auto boolean, i_lease uuid,
                                                   i_start_at timestamptz, i_now timestamptz,
-                                                  i_busy bigint[],
+                                                  i_busy bigint[], i_after_at timestamptz,
+                                                  i_after_id bigint,
                                                   out o_messages json[], out o_claimed bigint[],
                                                   out o_event json, out o_wake timestamptz,
                                                   out o_settled boolean, out o_due boolean,
-                                                  out o_busy bigint[])
+                                                  out o_busy bigint[], out o_after_at timestamptz,
+                                                  out o_after_id bigint)
 language plpgsql as $$
 declare
     v_plain boolean := i_q.window_buffer_seconds = 0 and i_q.ttl_seconds = 0
                        and i_q.delayed_processing_seconds = 0;
-    v_after_at timestamptz := '-infinity';
-    v_after_id bigint := 0;
+    v_after_at timestamptz := coalesce(i_after_at, '-infinity');
+    v_after_id bigint := coalesce(i_after_id, 0);
+    v_cut boolean;
     v_candidates bigint[];
     v_missing bigint[];
     v_eligible_ats timestamptz[];
@@ -498,12 +512,14 @@ declare
     v_leases_expired integer := 0;
     v_dead_lettered integer := 0;
     v_limit integer;
-    v_all_gone boolean := true;
+    v_all_gone boolean := i_after_at is null;
 begin
     o_messages := '{}';
     o_claimed := '{}';
     o_settled := false;
     o_busy := i_busy;
+    o_after_at := i_after_at;
+    o_after_id := i_after_id;
     o_due := cardinality(i_busy) > 0;
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
         v_limit := least(i_slots - cardinality(o_claimed), i_budget);
@@ -562,8 +578,12 @@ begin
         end if;
         v_all_gone := v_all_gone and cardinality(v_rest) = 0;
 
+        v_cut := false;
         foreach v_partition_id in array v_rest loop
-            exit when i_budget <= 0 or cardinality(o_claimed) >= i_slots;
+            if i_budget <= 0 or cardinality(o_claimed) >= i_slots then
+                v_cut := true;   -- this one and the rest of the round stay as they were
+                exit;
+            end if;
             select * into v_p from regina.partitions p where p.id = v_partition_id;
             continue when not found;
             v_one := regina._pop_claim(i_q, v_p, i_group, i_budget, i_auto, i_lease, i_start_at,
@@ -580,6 +600,10 @@ begin
                 o_wake := least(o_wake, v_one.o_wake);
             end if;
         end loop;
+        if not v_cut then
+            o_after_at := v_after_at;
+            o_after_id := v_after_id;
+        end if;
         if cardinality(v_candidates) < v_limit then
             o_settled := v_all_gone;
             exit;
@@ -609,13 +633,19 @@ $$;
 -- of the group park without asking again until then (http-api.md §4.9).
 --
 -- i_busy, o_busy: the partitions of the request's group that earlier requests of the call found
--- busy, before and after this one (see _pop_claim_many).
+-- busy, before and after this one (see _pop_claim_many). i_after_at, i_after_id, o_after_at,
+-- o_after_id: where in claim order the earlier requests of the call stopped, before and after
+-- this one, for a request that names one queue (see _pop_claim_many); null otherwise.
 select regina._drop_outdated('regina._pop_one(jsonb, timestamptz)', 'pop_request');
 select regina._drop_outdated('regina._pop_one(regina.pop_request, timestamptz)', 'i_busy');
+select regina._drop_outdated('regina._pop_one(regina.pop_request, timestamptz, bigint[])',
+                             'i_after_at');
 create or replace function regina._pop_one(i_req regina.pop_request, i_now timestamptz,
-                                           i_busy bigint[],
+                                           i_busy bigint[], i_after_at timestamptz,
+                                           i_after_id bigint,
                                            out o_result json, out o_events json,
-                                           out o_quiet text, out o_busy bigint[])
+                                           out o_quiet text, out o_busy bigint[],
+                                           out o_after_at timestamptz, out o_after_id bigint)
 language plpgsql as $$
 declare
     v_group text := coalesce(nullif(i_req."consumerGroup", ''), '__QUEUE_MODE__');
@@ -678,9 +708,16 @@ begin
             continue queues;
         end if;
         if v_single is null then
+            -- Positions in claim order are per queue: only a request naming one carries one.
             v_many := regina._pop_claim_many(v_q, v_group, v_budget, v_slots - v_claimed, v_auto,
-                                             v_lease, v_start, i_now, o_busy);
+                                             v_lease, v_start, i_now, o_busy,
+                                             case when i_req.queue is not null then i_after_at end,
+                                             case when i_req.queue is not null then i_after_id end);
             o_busy := v_many.o_busy;
+            if i_req.queue is not null then
+                o_after_at := v_many.o_after_at;
+                o_after_id := v_many.o_after_id;
+            end if;
             if v_many.o_event is not null then
                 v_events := v_events || v_many.o_event;
             end if;
@@ -790,6 +827,10 @@ declare
     -- this one ends).
     v_busy_key text[];
     v_busy bigint[] := '{}';
+    -- And where in claim order they stopped, every ready row before it handled (a request
+    -- naming one queue; see _pop_claim_many): the next one starts there.
+    v_after_at timestamptz;
+    v_after_id bigint;
 begin
     -- A claim that is lost in a database crash is a lease that ended early: its messages are
     -- delivered again, which at-least-once allows. So a call that only claims does not wait for
@@ -810,10 +851,14 @@ begin
                                              v_req."consumerGroup"] then
             v_busy_key := array[v_req.queue, v_req.namespace, v_req.task, v_req."consumerGroup"];
             v_busy := '{}';
+            v_after_at := null;
+            v_after_id := null;
         end if;
         -- An assignment, not `select … into`: PL/pgSQL evaluates it without the executor.
-        v_one := regina._pop_one(v_req, v_now, v_busy);
+        v_one := regina._pop_one(v_req, v_now, v_busy, v_after_at, v_after_id);
         v_busy := v_one.o_busy;
+        v_after_at := v_one.o_after_at;
+        v_after_id := v_one.o_after_id;
         result := v_one.o_result;
         events := v_one.o_events;
         quiet := v_one.o_quiet;

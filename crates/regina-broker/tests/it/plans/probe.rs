@@ -19,6 +19,10 @@ pub struct PlanProbe {
 pub struct NodeWork {
     /// Rows the node produced and discarded (filters, join filters, rechecks), over all its loops.
     pub rows: f64,
+    /// Index entries an index-only scan looked up in the table beyond the rows it handled: those
+    /// of rows that are gone (deleted or moved, by this transaction or one that some snapshot may
+    /// still see), which it passes without counting them as rows.
+    pub gone_rows: f64,
     /// Node type, relation and the start of the statement's text, to name it in a failure.
     pub label: String,
 }
@@ -41,6 +45,7 @@ impl CallWork {
             .cloned()
             .unwrap_or(NodeWork {
                 rows: 0.0,
+                gone_rows: 0.0,
                 label: "nothing executed".to_owned(),
             })
     }
@@ -48,6 +53,11 @@ impl CallWork {
     /// Rows handled by all nodes together.
     pub fn total_rows(&self) -> f64 {
         self.nodes.iter().map(|n| n.rows).sum()
+    }
+
+    /// Index entries of gone rows that all nodes together passed.
+    pub fn total_gone_rows(&self) -> f64 {
+        self.nodes.iter().map(|n| n.gone_rows).sum()
     }
 }
 
@@ -127,7 +137,9 @@ impl PlanProbe {
 }
 
 /// Adds `node` and its children. "Actual Rows" and the "Rows Removed" counts are averages per
-/// loop in EXPLAIN's output, hence the product with the loops.
+/// loop in EXPLAIN's output, hence the product with the loops. An index-only scan also reports
+/// "Heap Fetches" (a total over the loops): the entries whose row it had to look up in the
+/// table, those of gone rows included; the fetches beyond its rows are gone rows it passed.
 fn collect_nodes(node: &Value, statement: &str, into: &mut Vec<NodeWork>) {
     let number = |key: &str| node[key].as_f64().unwrap_or(0.0);
     let per_loop = number("Actual Rows")
@@ -145,6 +157,7 @@ fn collect_nodes(node: &Value, statement: &str, into: &mut Vec<NodeWork>) {
     }
     into.push(NodeWork {
         rows: per_loop * number("Actual Loops"),
+        gone_rows: (number("Heap Fetches") - per_loop * number("Actual Loops")).max(0.0),
         label: format!(
             "{} {relation} (loops {}) in `{statement}`",
             node["Node Type"].as_str().unwrap_or("?"),

@@ -169,6 +169,22 @@ pub const DELIVERY: &[&Scenario] = &[
         input: identity,
         own_database: false,
         stale_statistics: false,
+        name: "pop call of n autoAck requests of one partition each over n partitions",
+        setup: |queue, n| spread_backlog(queue, n, "{}"),
+        // Each request goes on where the one before it stopped: none reads again the ready
+        // rows that the requests before it in the same transaction deleted.
+        call: |queue, n| {
+            format!(
+                "select count(*) from regina.pop((select jsonb_agg(jsonb_build_object(
+                     'queue', '{queue}', 'consumerGroup', 'g', 'batch', 1, 'partitions', 1,
+                     'autoAck', true)) from generate_series(1, {n})))"
+            )
+        },
+    },
+    &Scenario {
+        input: identity,
+        own_database: false,
+        stale_statistics: false,
         name: "pop of n messages from one partition",
         setup: |queue, n| {
             format!(
@@ -273,15 +289,25 @@ pub const DELIVERY: &[&Scenario] = &[
 ];
 
 /// `queue` after a group drained `2n` partitions of one message each (so the group has `2n`
-/// cursors, and its ready set as many deleted rows whose index entries no vacuum removed), with
-/// one more message pushed to `p0`: a call on that message meets tables sized by `n`, not by its
-/// input, and twice the bound of a call of one input row even at the small size.
+/// cursors), with one more message pushed to `p0`: a call on that message meets tables sized by
+/// `n`, not by its input, and twice the bound of a call of one input row even at the small size.
 fn one_new_message_among(queue: &str, n: usize) -> String {
     format!(
         "{}; {}; {}",
         spread_backlog(queue, 2 * n, "{}"),
         pop_call(queue, n, 2 * n, 2 * n, true),
         push_call(&push_items(queue, 1, 1, "next"))
+    )
+}
+
+/// `queue` with one partition of one message when the statistics are taken (a group with about
+/// one ready row, as when its consumers have caught up), and `2n` partitions of one message each
+/// pushed since: the group's ready range holds `2n` rows due, of which a pop of one needs one.
+fn ready_rows_after_the_statistics(queue: &str, n: usize) -> String {
+    format!(
+        "{}; {ANALYZE_FILLED}; {}",
+        spread_backlog(queue, 1, "{}"),
+        push_call(&push_items(queue, 2 * n, 2 * n, "later"))
     )
 }
 
@@ -373,6 +399,14 @@ pub const SINGLES: &[&Scenario] = &[
             )
         },
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "lease pop of one message among 2n partitions made due after the statistics",
+        setup: |queue, n| ready_rows_after_the_statistics(queue, n),
+        call: |queue, n| pop_call(queue, n, 1, 1, false),
     },
     &Scenario {
         input: |_| 1,
