@@ -124,6 +124,7 @@ declare
     v_stored uuid;
     v_seq bigint;
     v_created timestamptz;
+    v_inserted boolean;
 begin
     select q.id, q.delayed_processing_seconds, p.id, p.uuid
     into v_queue_id, v_delay, v_partition_id, v_partition_uuid
@@ -138,27 +139,34 @@ begin
     if regina._push_lock(array[v_partition_id]) = 0 then
         return null;
     end if;
-    select m.id into v_stored from regina.messages m
-    where m.partition_id = v_partition_id and m.transaction_id = v_e."transactionId"
-      and m.for_group is null
-    limit 1;
-    if found then
-        return jsonb_build_object('transaction_id', v_e."transactionId", 'status', 'duplicate',
-                                  'message_id', v_stored, 'partition_id', v_partition_uuid,
-                                  'queueName', v_e.queue);
-    end if;
-    update regina.partitions p
-    set next_seq = p.next_seq + 1, last_created_at = greatest(i_now, p.last_created_at),
-        last_push_at = i_now
-    where p.id = v_partition_id
-    returning p.next_seq - 1, p.last_created_at into v_seq, v_created;
+    -- The partition's next offset, as the lock holds it: no other push can take it meanwhile.
+    select p.next_seq, greatest(i_now, p.last_created_at) into v_seq, v_created
+    from regina.partitions p where p.id = v_partition_id;
+    -- Deduplication by the unique key itself (`on conflict`), not by a lookup first: the key is
+    -- checked in the index whatever plan a lookup would get (a generic plan made from statistics
+    -- of a nearly empty table reads the partition whole through the primary key instead). A
+    -- duplicate stores nothing and takes no offset, so offsets stay without gaps.
     insert into regina.messages (partition_id, seq, id, transaction_id, trace_id, producer_sub,
                                  created_at, payload, payload_key_id)
     values (v_partition_id, v_seq, v_e."messageId", v_e."transactionId", nullif(v_e."traceId", ''),
             v_e."producerSub", v_created,
             -- (`->` would de-escape the payload, and refuse U+0000: the elements come verbatim.)
             coalesce((select e from json_array_elements(i_payloads) e limit 1), v_e.payload),
-            v_e."payloadKeyId");
+            v_e."payloadKeyId")
+    on conflict (partition_id, transaction_id) where for_group is null do nothing
+    returning true into v_inserted;
+    if v_inserted is null then
+        select m.id into v_stored from regina.messages m
+        where m.partition_id = v_partition_id and m.transaction_id = v_e."transactionId"
+          and m.for_group is null
+        limit 1;
+        return jsonb_build_object('transaction_id', v_e."transactionId", 'status', 'duplicate',
+                                  'message_id', v_stored, 'partition_id', v_partition_uuid,
+                                  'queueName', v_e.queue);
+    end if;
+    update regina.partitions p
+    set next_seq = v_seq + 1, last_created_at = v_created, last_push_at = i_now
+    where p.id = v_partition_id;
     -- As regina.push's `readied`: only missing ready rows, never waiting for a consumer.
     insert into regina.ready (partition_id, consumer_group, queue_id, eligible_at)
     select v_partition_id, s.consumer_group, v_queue_id, i_now + v_delay * interval '1 second'
