@@ -219,8 +219,14 @@ describe("dashboard", () => {
     await page.getByTestId("confirm-dialog").getByRole("button", { name: "Cancel" }).click();
     assert.equal((await ok("GET", `/api/v1/resources/queues/${TO_CLEAR}`)).body.totals.total, 12);
 
+    // The totals are counted by the stats refresh: the page asks for a pass once the clear is
+    // done, so they show the emptied queue without waiting for the page's next reload.
+    const recount = page.waitForResponse(
+      (r) => r.request().method() === "POST" && new URL(r.url()).pathname === "/api/v1/stats/refresh",
+    );
     await page.getByTestId("clear-queue").click();
     await confirm("Clear queue");
+    assert.equal((await recount).status(), 200);
     await page.getByTestId("action-done").getByText(`Cleared ${TO_CLEAR}: 12 messages`).waitFor();
     await stat(page.getByTestId("queue-totals"), "Messages").getByText("0", { exact: true }).waitFor();
     assert.equal((await ok("GET", `/api/v1/resources/queues/${TO_CLEAR}`)).body.totals.total, 0);

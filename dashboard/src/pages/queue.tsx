@@ -16,6 +16,29 @@ import { count, duration, groupName } from "../format";
 import { useAction, useResource, type Resource } from "../hooks";
 import { intParam, pathOf, useQueryParams } from "../query";
 
+/** Pauses between asking for a stats pass while one runs elsewhere, and how many times to ask. */
+const RECOUNT_RETRY_MILLIS = 250;
+const RECOUNT_ATTEMPTS = 40;
+
+/**
+ * The totals come from the stats tables, which the broker recounts every STATS_INTERVAL_MS
+ * (http-api.md §4.16): after a clear, a pass now, so that the reload shows the emptied queue
+ * instead of the counts of the pass before it. A pass that runs elsewhere makes the broker skip
+ * this one, and may have read the queue before the clear: ask again until one runs here, for ten
+ * seconds at most. A refused or failed recount leaves the counts to the next pass; the clear
+ * itself succeeded either way.
+ */
+async function recountNow(): Promise<void> {
+  for (let attempt = 0; attempt < RECOUNT_ATTEMPTS; attempt++) {
+    try {
+      if ("refreshed" in (await admin.refreshStats())) return;
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, RECOUNT_RETRY_MILLIS));
+  }
+}
+
 export function QueuePage(props: { name: string }) {
   const { name } = props;
   // Only the totals are needed from the detail: its own partition page is one row.
@@ -85,7 +108,11 @@ export function QueuePage(props: { name: string }) {
           onConfirm={() => {
             setConfirming(null);
             void clear.run(
-              () => admin.clearQueue(name),
+              async () => {
+                const result = await admin.clearQueue(name);
+                await recountNow();
+                return result;
+              },
               (r) =>
                 `Cleared ${name}: ${count(r.deletedMessages)} messages and ${count(r.deletedDlq)} dead letters deleted.`,
               detail.reload,
