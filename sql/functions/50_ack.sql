@@ -5,7 +5,8 @@
 
 -- Resolves the items of one ack call: message, partition, queue and consumer group (§4.5). The
 -- message is the group's requeued delivery of the transactionId when there is one (§4.6), else
--- the ordinary message.
+-- the ordinary message, looked up inside the item's lease before the whole partition (an ack of
+-- a message outside its lease, or without one, is the one that can cost a partition's range).
 create or replace function regina._ack_items(i_acks jsonb)
 returns setof regina.ack_item
 language sql stable as $$
@@ -21,6 +22,14 @@ language sql stable as $$
                      where r.partition_id = p.id and r.for_group = coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__')
                        and r.transaction_id = t."transactionId"
                      order by r.seq desc limit 1),
+                    -- Within the lease first, when it is the group's: a range of offsets that
+                    -- the lease bounds, whatever plan the statistics give (with those of a nearly
+                    -- empty table the planner reads the partition's primary key range whole).
+                    (select m.seq from regina.messages m
+                     where m.partition_id = p.id and m.transaction_id = t."transactionId"
+                       and m.for_group is null
+                       and l.consumer_group = coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__')
+                       and m.seq >= l.next_seq and m.seq <= l.lease_end_seq),
                     (select m.seq from regina.messages m
                      where m.partition_id = p.id and m.transaction_id = t."transactionId"
                        and m.for_group is null)),
@@ -37,15 +46,17 @@ language sql stable as $$
                        where p.uuid = regina._uuid_or_null(t."partitionId") limit 1) p on true
     left join lateral (select q.id, q.name from regina.queues q where q.id = p.queue_id limit 1) q
         on true
+    -- The cursor of the lease the item names, if any: its group, and the offsets the lease spans.
+    left join lateral (select c.consumer_group, c.next_seq, c.lease_end_seq from regina.cursors c
+                       where c.partition_id = p.id
+                         and (c.lease_id = regina._uuid_or_null(t."leaseId")
+                              or c.last_lease_id = regina._uuid_or_null(t."leaseId"))
+                       order by c.lease_active desc
+                       limit 1) l on true
     cross join lateral (
         select nullif(t."consumerGroup", '') as explicit,
                regina._uuid_or_null(t."leaseId") as lease,
-               (select c.consumer_group from regina.cursors c
-                where c.partition_id = p.id
-                  and (c.lease_id = regina._uuid_or_null(t."leaseId")
-                       or c.last_lease_id = regina._uuid_or_null(t."leaseId"))
-                order by c.lease_active desc
-                limit 1) as of_lease) g
+               l.consumer_group as of_lease) g
 $$;
 
 -- The wire result of one ack item.

@@ -424,6 +424,21 @@ pub const SINGLES: &[&Scenario] = &[
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| pop_call(queue, n, 1, 1, false),
     },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "ack of one message from a partition filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; {}",
+                filled_after_the_statistics(queue, n),
+                pop_call(queue, n, 1, 1, false),
+                stage(&lease_acks(n, "completed"))
+            )
+        },
+        call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
 ];
 
 /// Every other queue's deletion option off: the call works on the scenario's queue only.
