@@ -322,6 +322,15 @@ fn one_deep_partition_among(queue: &str, n: usize) -> String {
     )
 }
 
+/// After `setup`: a lease pop of one message, and the ack of what it leased staged for the call.
+fn one_leased_to_ack(setup: String, queue: &str, n: usize) -> String {
+    format!(
+        "{setup}; {}; {}",
+        pop_call(queue, n, 1, 1, false),
+        stage(&lease_acks(n, "completed"))
+    )
+}
+
 /// `queue` whose one partition `p0` held a message that its group `g` consumed, the statistics
 /// taken then (the queue nearly empty, as a caught-up system is), and `2n` messages pushed to
 /// `p0` since: plans made from those statistics meet a partition of thousands at the large size.
@@ -390,14 +399,7 @@ pub const SINGLES: &[&Scenario] = &[
         own_database: false,
         stale_statistics: false,
         name: "ack of the first message of a partition of 2n among 2n partitions",
-        setup: |queue, n| {
-            format!(
-                "{}; {}; {}",
-                one_deep_partition_among(queue, n),
-                pop_call(queue, n, 1, 1, false),
-                stage(&lease_acks(n, "completed"))
-            )
-        },
+        setup: |queue, n| one_leased_to_ack(one_deep_partition_among(queue, n), queue, n),
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
     },
     &Scenario {
@@ -429,14 +431,7 @@ pub const SINGLES: &[&Scenario] = &[
         own_database: true,
         stale_statistics: true,
         name: "ack of one message from a partition filled with 2n after the statistics",
-        setup: |queue, n| {
-            format!(
-                "{}; {}; {}",
-                filled_after_the_statistics(queue, n),
-                pop_call(queue, n, 1, 1, false),
-                stage(&lease_acks(n, "completed"))
-            )
-        },
+        setup: |queue, n| one_leased_to_ack(filled_after_the_statistics(queue, n), queue, n),
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
     },
 ];
