@@ -63,7 +63,7 @@ $$;
 create or replace function regina._ack_result(i_item regina.ack_item, i_code text, i_released boolean,
                                               i_dlq boolean)
 returns jsonb
-language sql immutable as $$
+language sql stable as $$
     select jsonb_build_object(
         'transactionId', i_item.transaction_id,
         'success', i_code is null,

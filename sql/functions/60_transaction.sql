@@ -18,7 +18,7 @@
 
 -- The wire result of one ack operation, from a regina.ack result.
 create or replace function regina._transaction_ack_result(i_ack jsonb) returns jsonb
-language sql immutable as $$
+language sql stable as $$
     select jsonb_build_object(
         'type', 'ack', 'success', i_ack -> 'success', 'transactionId', i_ack -> 'transactionId',
         'error', i_ack -> 'error', 'code', i_ack -> 'code', 'dlq', i_ack -> 'dlq',
@@ -27,7 +27,7 @@ $$;
 
 -- The wire result of one pushed item, from a regina.push result (`failed`: rejected, e.g. full).
 create or replace function regina._transaction_push_result(i_push jsonb) returns jsonb
-language sql immutable as $$
+language sql stable as $$
     select jsonb_build_object(
         'type', 'push', 'success', i_push ->> 'status' <> 'failed', 'status', i_push -> 'status',
         'transactionId', i_push -> 'transaction_id', 'messageId', i_push -> 'message_id',

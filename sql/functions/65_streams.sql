@@ -223,7 +223,7 @@ $$;
 create or replace function regina._stream_ack_result(i_count integer, i_released boolean,
                                                     i_dlq boolean)
 returns jsonb
-language sql immutable as $$
+language sql stable as $$
     select jsonb_build_object('success', true, 'count', i_count, 'lease_released', i_released,
                               'dlq', i_dlq)
 $$;

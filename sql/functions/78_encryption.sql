@@ -5,6 +5,6 @@
 -- key that encrypted it; the broker decrypts `data` and removes the mark. The object holds no
 -- payload in clear, so its trip through jsonb changes nothing that matters.
 create or replace function regina._sealed_mark(i_object json, i_key_id text) returns json
-language sql immutable parallel safe as $$
+language sql stable parallel safe as $$
     select (i_object::jsonb || jsonb_build_object('payloadKeyId', i_key_id))::json
 $$;

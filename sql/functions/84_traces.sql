@@ -10,7 +10,7 @@
 
 -- The body of a failed recording: `success: false`, the error text, its code.
 create or replace function regina._trace_failure(i_code text) returns json
-language sql immutable as $$
+language sql stable as $$
     select json_build_object(
         'success', false,
         'error', case i_code

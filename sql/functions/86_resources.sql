@@ -8,7 +8,7 @@ create or replace function regina._counts_json(i_total bigint, i_pending bigint,
                                                i_processing bigint, i_completed bigint,
                                                i_failed bigint, i_dead_letter bigint)
 returns json
-language sql immutable as $$
+language sql stable as $$
     select json_build_object('total', coalesce(i_total, 0), 'pending', coalesce(i_pending, 0),
                              'processing', coalesce(i_processing, 0),
                              'completed', coalesce(i_completed, 0), 'failed', coalesce(i_failed, 0),

@@ -3,7 +3,7 @@
 -- its code (message_not_found, message_leased, not_in_dlq, already_settled).
 
 create or replace function regina._admin_failure(i_code text) returns json
-language sql immutable as $$
+language sql stable as $$
     select json_build_object(
         'success', false,
         'error', case i_code

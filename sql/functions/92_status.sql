@@ -37,14 +37,14 @@ $$;
 -- bucket holding i_from up to the last starting before i_to.
 create or replace function regina._buckets(i_from timestamptz, i_to timestamptz, i_step interval)
 returns table (bucket timestamptz)
-language sql immutable as $$
+language sql stable as $$
     select b from generate_series(date_bin(i_step, i_from, 'epoch'), i_to, i_step) b where b < i_to
 $$;
 
 -- The range of a feed's query: `from`, `to`, and the bucket (`bucketSeconds`).
 create or replace function regina._query_range(i_query jsonb, out o_from timestamptz,
                                                out o_to timestamptz, out o_step interval)
-language sql immutable as $$
+language sql stable as $$
     select (i_query ->> 'from')::timestamptz, (i_query ->> 'to')::timestamptz,
            coalesce((i_query ->> 'bucketSeconds')::integer, 60) * interval '1 second'
 $$;
@@ -84,7 +84,7 @@ $$;
 
 -- The overview's `lag` from a regina._lag_summary: ages in seconds at i_now, messages not settled.
 create or replace function regina._lag_json(i_summary jsonb, i_now timestamptz) returns json
-language sql immutable as $$
+language sql stable as $$
     select json_build_object(
         'time', json_build_object(
             'avg', regina._round(greatest(0, v.now - (i_summary ->> 'headAvg')::float8)),
