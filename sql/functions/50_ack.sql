@@ -10,53 +10,77 @@
 create or replace function regina._ack_items(i_acks jsonb)
 returns setof regina.ack_item
 language sql stable as $$
-    select (t.ordinality - 1)::integer,
-           t."transactionId",
-           case coalesce(nullif(t.status, ''), 'completed')
-               when 'success' then 'completed' else coalesce(nullif(t.status, ''), 'completed') end,
-           nullif(t."leaseId", ''),
-           regina._uuid_or_null(t."leaseId"),
-           left(nullif(t.error, ''), 4096),
-           p.id, p.name, q.id, q.name,
+    with items as (
+        -- The items read once into their declared shape (migrations/0014_request_types.sql),
+        -- each marked when it is the first of its key: the partition, lease and group it names.
+        select t.*, nullif(t."consumerGroup", '') as explicit,
+               regina._uuid_or_null(t."leaseId") as lease,
+               t.ordinality = min(t.ordinality) over (partition by t."partitionId", t."leaseId",
+                                                                   t."consumerGroup") as first
+        from rows from (jsonb_populate_recordset(null::regina.ack_request, i_acks))
+             with ordinality t),
+    firsts as (
+        -- What depends on the key alone, looked up for the first item of each key only (the
+        -- items of an ack/batch share a few keys). Keyed lookups (the limit keeps the planner
+        -- from flattening them into a join that could scan every partition when it guesses the
+        -- item count wrong).
+        select i.*, p.id as p_id, p.name as p_name, p.queue_id as p_queue_id,
+               l.consumer_group as l_group, l.next_seq as l_from, l.lease_end_seq as l_to
+        from items i
+        left join lateral (select pp.id, pp.name, pp.queue_id from regina.partitions pp
+                           where i.first and pp.uuid = regina._uuid_or_null(i."partitionId")
+                           limit 1) p on true
+        -- The cursor of the lease the item names, if any: its group, and the offsets the lease
+        -- spans.
+        left join lateral (select c.consumer_group, c.next_seq, c.lease_end_seq
+                           from regina.cursors c
+                           where i.first and c.partition_id = p.id
+                             and (c.lease_id = i.lease or c.last_lease_id = i.lease)
+                           order by c.lease_active desc
+                           limit 1) l on true),
+    keyed as (
+        -- Every item with its key's lookups (only its first item has them, so max is theirs).
+        select f.ordinality, f."transactionId", f.status, f."leaseId", f.error, f.explicit,
+               f.lease,
+               max(f.p_id) over k as partition_id, max(f.p_name) over k as partition_name,
+               max(f.p_queue_id) over k as queue_id, max(f.l_group) over k as of_lease,
+               max(f.l_from) over k as lease_from, max(f.l_to) over k as lease_to
+        from firsts f
+        window k as (partition by f."partitionId", f."leaseId", f."consumerGroup"))
+    select (i.ordinality - 1)::integer,
+           i."transactionId",
+           case coalesce(nullif(i.status, ''), 'completed')
+               when 'success' then 'completed' else coalesce(nullif(i.status, ''), 'completed') end,
+           nullif(i."leaseId", ''),
+           i.lease,
+           left(nullif(i.error, ''), 4096),
+           i.partition_id, i.partition_name, q.id, q.name,
            coalesce((select r.seq from regina.messages r
-                     where r.partition_id = p.id and r.for_group = coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__')
-                       and r.transaction_id = t."transactionId"
+                     where r.partition_id = i.partition_id
+                       and r.for_group = coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__')
+                       and r.transaction_id = i."transactionId"
                      order by r.seq desc limit 1),
                     -- Within the lease first, when it is the group's: a range of offsets that
                     -- the lease bounds, whatever plan the statistics give (with those of a nearly
                     -- empty table the planner reads the partition's primary key range whole).
                     (select m.seq from regina.messages m
-                     where m.partition_id = p.id and m.transaction_id = t."transactionId"
+                     where m.partition_id = i.partition_id and m.transaction_id = i."transactionId"
                        and m.for_group is null
-                       and l.consumer_group = coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__')
-                       and m.seq >= l.next_seq and m.seq <= l.lease_end_seq),
+                       and i.of_lease = coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__')
+                       and m.seq >= i.lease_from and m.seq <= i.lease_to),
                     (select m.seq from regina.messages m
-                     where m.partition_id = p.id and m.transaction_id = t."transactionId"
+                     where m.partition_id = i.partition_id and m.transaction_id = i."transactionId"
                        and m.for_group is null)),
-           coalesce(g.explicit, g.of_lease, '__QUEUE_MODE__'),
-           g.explicit is not null and g.of_lease is not null and g.explicit <> g.of_lease
+           coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__'),
+           i.explicit is not null and i.of_lease is not null and i.explicit <> i.of_lease
                and not exists (select 1 from regina.cursors c
-                               where c.partition_id = p.id and c.consumer_group = g.explicit
-                                 and (c.lease_id = g.lease or c.last_lease_id = g.lease))
-    -- The items read once into their declared shape (migrations/0014_request_types.sql).
-    from rows from (jsonb_populate_recordset(null::regina.ack_request, i_acks)) with ordinality t
-    -- Keyed lookups, one per item (the limit keeps the planner from flattening them into a join
-    -- that could scan every partition when it guesses the item count wrong).
-    left join lateral (select p.id, p.name, p.queue_id from regina.partitions p
-                       where p.uuid = regina._uuid_or_null(t."partitionId") limit 1) p on true
-    left join lateral (select q.id, q.name from regina.queues q where q.id = p.queue_id limit 1) q
+                               where c.partition_id = i.partition_id
+                                 and c.consumer_group = i.explicit
+                                 and (c.lease_id = i.lease or c.last_lease_id = i.lease))
+    from keyed i
+    left join lateral (select q.id, q.name from regina.queues q where q.id = i.queue_id limit 1) q
         on true
-    -- The cursor of the lease the item names, if any: its group, and the offsets the lease spans.
-    left join lateral (select c.consumer_group, c.next_seq, c.lease_end_seq from regina.cursors c
-                       where c.partition_id = p.id
-                         and (c.lease_id = regina._uuid_or_null(t."leaseId")
-                              or c.last_lease_id = regina._uuid_or_null(t."leaseId"))
-                       order by c.lease_active desc
-                       limit 1) l on true
-    cross join lateral (
-        select nullif(t."consumerGroup", '') as explicit,
-               regina._uuid_or_null(t."leaseId") as lease,
-               l.consumer_group as of_lease) g
+    order by i.ordinality
 $$;
 
 -- The wire result of one ack item.
