@@ -4,6 +4,45 @@
 -- and concurrent batches never deadlock. Deduplication runs after the lock, so it sees every
 -- message committed to the partition before us.
 
+-- The stored message of a deduplication key (partition, transaction id): its id and offset, or
+-- nulls. Always an entry of the key's unique index (`messages_dedup`), whatever the statistics say.
+-- With those of a nearly empty table, the planner rates the partition's range of the primary key
+-- as cheap as the key itself, and a plan that reads the partition whole through it lasts until
+-- the next analyze: after a burst into one partition, every lookup would read the burst. So the
+-- key is asked for as a range of one value in the index's order, with sorts off: an equality
+-- would make that order implied, so the primary key (in offset order) would need no sort; as it
+-- is, the unique index is the only plan that needs none. Equal under a deterministic collation
+-- means both `>=` and `<=`.
+create or replace function regina._stored_key(i_partition_id bigint, i_transaction_id text,
+                                              out o_id uuid, out o_seq bigint)
+language plpgsql stable set enable_sort = off as $$
+begin
+    select m.id, m.seq into o_id, o_seq from regina.messages m
+    where m.partition_id = i_partition_id
+      and m.transaction_id >= i_transaction_id and m.transaction_id <= i_transaction_id
+      and m.for_group is null
+    order by m.transaction_id
+    limit 1;
+end
+$$;
+
+-- _stored_key of every item of a push, in item order: the stored message id of its key, or null.
+create or replace function regina._stored_keys(i_items regina.push_item[]) returns uuid[]
+language plpgsql stable set enable_sort = off as $$
+begin
+    return array(select s.id
+                 from unnest(i_items) with ordinality i
+                 left join lateral (select m.id from regina.messages m
+                                    where m.partition_id = i.partition_id
+                                      and m.transaction_id >= i.transaction_id
+                                      and m.transaction_id <= i.transaction_id
+                                      and m.for_group is null
+                                    order by m.transaction_id
+                                    limit 1) s on true
+                 order by i.ordinality);
+end
+$$;
+
 -- Creates the queues and partitions named by the items (`[{queue, partition}, ...]`), if
 -- missing, in name order. A push transaction holds the partitions it created until commit, so
 -- two pushes creating partitions in different orders would deadlock; creating in one global
@@ -156,10 +195,7 @@ begin
     on conflict (partition_id, transaction_id) where for_group is null do nothing
     returning true into v_inserted;
     if v_inserted is null then
-        select m.id into v_stored from regina.messages m
-        where m.partition_id = v_partition_id and m.transaction_id = v_e."transactionId"
-          and m.for_group is null
-        limit 1;
+        v_stored := (regina._stored_key(v_partition_id, v_e."transactionId")).o_id;
         return jsonb_build_object('transaction_id', v_e."transactionId", 'status', 'duplicate',
                                   'message_id', v_stored, 'partition_id', v_partition_uuid,
                                   'queueName', v_e.queue);
@@ -210,6 +246,7 @@ declare
     v_capped bigint[];
     v_partitions bigint[];
     v_refusals smallint[];
+    v_stored uuid[];
 begin
     if jsonb_array_length(i_items) = 1 then
         result := regina._push_one(i_items, i_payloads, i_notify, v_now);
@@ -232,17 +269,16 @@ begin
                where x.queue_id = any (v_capped) or (x.encrypting and x.payload_key_id is null)) then
         v_refusals := regina._push_refusals(v_items, v_capped, v_now);
     end if;
+    -- Keys stored already, read after the lock: every message committed to the partitions
+    -- before it is seen.
+    v_stored := regina._stored_keys(v_items);
 
     return query
     with keyed as (   -- each item with the first item of its key in the batch, and a stored key
-        select i.*, s.id as stored_id,
+        select i.*, v_stored[i.idx + 1] as stored_id,
                first_value(i.idx) over k as first_idx,
                first_value(i.message_id) over k as first_id
         from unnest(v_items) i
-        left join lateral (select m.id from regina.messages m
-                           where m.partition_id = i.partition_id
-                             and m.transaction_id = i.transaction_id and m.for_group is null
-                           limit 1) s on true
         window k as (partition by i.partition_id, i.transaction_id order by i.idx)),
     flagged as (      -- fresh: stored now (not a duplicate, not refused)
         select x.*, coalesce(v_refusals[x.first_idx + 1], 0) as refusal,

@@ -68,9 +68,7 @@ language sql stable as $$
                        and m.for_group is null
                        and i.of_lease = coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__')
                        and m.seq >= i.lease_from and m.seq <= i.lease_to),
-                    (select m.seq from regina.messages m
-                     where m.partition_id = i.partition_id and m.transaction_id = i."transactionId"
-                       and m.for_group is null)),
+                    (regina._stored_key(i.partition_id, i."transactionId")).o_seq),
            coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__'),
            i.explicit is not null and i.of_lease is not null and i.explicit <> i.of_lease
                and not exists (select 1 from regina.cursors c

@@ -414,6 +414,30 @@ pub const SINGLES: &[&Scenario] = &[
         input: |_| 1,
         own_database: true,
         stale_statistics: true,
+        name: "one-message push of a stored key to a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        // The last message of the burst: a read of the partition in offset order meets it last.
+        call: |queue, n| {
+            push_call(&format!(
+                "jsonb_build_array(jsonb_build_object(
+                     'queue', '{queue}', 'partition', 'p0', 'transactionId', 'burst-{}',
+                     'messageId', gen_random_uuid(), 'payload', 0))",
+                2 * n - 1
+            ))
+        },
+    },
+    &Scenario {
+        input: |_| 2,
+        own_database: true,
+        stale_statistics: true,
+        name: "two-message push to a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, _| push_call(&push_items(queue, 2, 1, "pair")),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
         name: "lease pop of one message among 2n partitions made due after the statistics",
         setup: |queue, n| ready_rows_after_the_statistics(queue, n),
         call: |queue, n| pop_call(queue, n, 1, 1, false),
@@ -432,6 +456,19 @@ pub const SINGLES: &[&Scenario] = &[
         stale_statistics: true,
         name: "ack of one message from a partition filled with 2n after the statistics",
         setup: |queue, n| one_leased_to_ack(filled_after_the_statistics(queue, n), queue, n),
+        call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "ack of a settled message in a partition filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; select count(*) from regina.ack({STAGED})",
+                one_leased_to_ack(filled_after_the_statistics(queue, n), queue, n)
+            )
+        },
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
     },
 ];
