@@ -265,13 +265,13 @@ begin
             raise exception 'partitions vanished while pushing' using errcode = '40001';
         end if;
     end loop;
-    if exists (select 1 from unnest(v_items) x
-               where x.queue_id = any (v_capped) or (x.encrypting and x.payload_key_id is null)) then
-        v_refusals := regina._push_refusals(v_items, v_capped, v_now);
-    end if;
     -- Keys stored already, read after the lock: every message committed to the partitions
     -- before it is seen.
     v_stored := regina._stored_keys(v_items);
+    if exists (select 1 from unnest(v_items) x
+               where x.queue_id = any (v_capped) or (x.encrypting and x.payload_key_id is null)) then
+        v_refusals := regina._push_refusals(v_items, v_capped, v_now, v_stored);
+    end if;
 
     return query
     with keyed as (   -- each item with the first item of its key in the batch, and a stored key

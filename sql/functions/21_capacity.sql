@@ -127,12 +127,15 @@ $$;
 -- queues in i_capped. New messages of a capped queue are admitted in item order while the depth
 -- stays below maxSize, so the admitted ones form a prefix. Only the first item of a key gets a
 -- code: duplicates (of stored messages or of admitted items) are never refused, and regina.push
--- refuses a later item with the key of a refused one with it. Linear in the items: one sort, an
--- index probe per key, and a lookup of the room left per item among the few capped queues.
+-- refuses a later item with the key of a refused one with it. i_stored: the stored message of
+-- each item's key, by item position (regina._stored_keys). Linear in the items: one sort, and a
+-- lookup of the room left per item among the few capped queues.
 select regina._drop_outdated('regina._push_refusals(regina.push_item[], bigint[], timestamptz)',
                              'smallint');
+select regina._drop_outdated('regina._push_refusals(regina.push_item[], bigint[], timestamptz)',
+                             'i_stored');
 create or replace function regina._push_refusals(i_items regina.push_item[], i_capped bigint[],
-                                                 i_now timestamptz)
+                                                 i_now timestamptz, i_stored uuid[])
 returns smallint[]
 language plpgsql as $$
 declare
@@ -158,10 +161,7 @@ begin
               from (select distinct on (i.partition_id, i.transaction_id) i.*
                     from unnest(i_items) i
                     order by i.partition_id, i.transaction_id, i.idx) f
-              where not exists (select 1 from regina.messages m
-                                where m.partition_id = f.partition_id
-                                  and m.transaction_id = f.transaction_id
-                                  and m.for_group is null)) r
+              where i_stored[f.idx + 1] is null) r
         where r.code is not null
     loop
         v_codes[v_idx + 1] := v_code;

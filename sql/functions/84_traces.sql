@@ -38,7 +38,9 @@ $$;
 create or replace function regina.trace_record(i_req jsonb, i_data json,
                                                i_now timestamptz default null)
 returns json
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_id uuid := (i_req ->> 'id')::uuid;
@@ -65,6 +67,7 @@ begin
     -- (and then deletes it too), or this call sees the message gone.
     perform 1 from regina.messages m
     where m.partition_id = v_p.id and m.transaction_id = v_transaction_id and m.for_group is null
+      and m.seq = (regina._stored_key(v_p.id, v_transaction_id)).o_seq
     for key share;
     get diagnostics v_stored = row_count;
     perform 1 from regina.messages r
@@ -143,7 +146,8 @@ declare
 begin
     select * into v_m from regina.messages m
     where m.partition_id = i_partition_id and m.transaction_id = i_transaction_id
-      and m.for_group is null;
+      and m.for_group is null
+      and m.seq = (regina._stored_key(i_partition_id, i_transaction_id)).o_seq;
     if not found then
         select * into v_m from regina.messages r
         where r.partition_id = i_partition_id and r.for_group is not null

@@ -140,7 +140,8 @@ declare
 begin
     select * into v_m from regina.messages m
     where m.partition_id = i_partition_id and m.transaction_id = i_transaction_id
-      and m.for_group is null;
+      and m.for_group is null
+      and m.seq = (regina._stored_key(i_partition_id, i_transaction_id)).o_seq;
     if found then
         return v_m;
     end if;
@@ -167,7 +168,9 @@ $$;
 create or replace function regina.message_detail(i_partition_id text, i_transaction_id text,
                                                  i_now timestamptz default null)
 returns json
-language plpgsql stable as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql stable set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;

@@ -69,9 +69,8 @@ declare
     v_head bigint;
 begin
     select * into v_p from regina.partitions p where p.uuid = regina._uuid_or_null(i_partition_id);
-    v_seqs := array(select m.seq from regina.messages m
-                    where m.partition_id = v_p.id and m.transaction_id = i_transaction_id
-                      and m.for_group is null
+    v_seqs := array(select s.o_seq from regina._stored_key(v_p.id, i_transaction_id) s
+                    where s.o_seq is not null
                     union all
                     select r.seq from regina.messages r
                     where r.partition_id = v_p.id and r.for_group is not null
@@ -227,9 +226,7 @@ begin
                        where r.partition_id = v_p.id and r.for_group = i_group
                          and r.transaction_id = i_transaction_id
                        order by r.seq desc limit 1),
-                      (select m.seq from regina.messages m
-                       where m.partition_id = v_p.id and m.transaction_id = i_transaction_id
-                         and m.for_group is null));
+                      (regina._stored_key(v_p.id, i_transaction_id)).o_seq);
     if v_seq is null then
         return regina._admin_failure('message_not_found');
     end if;

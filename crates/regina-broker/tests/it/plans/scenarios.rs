@@ -343,6 +343,20 @@ fn filled_after_the_statistics(queue: &str, n: usize) -> String {
     )
 }
 
+/// The uuid of partition `p0` of `queue`, as SQL.
+fn p0_uuid(queue: &str) -> String {
+    format!(
+        "(select p.uuid::text from regina.partitions p join regina.queues q on q.id = p.queue_id
+          where q.name = '{queue}' and p.name = 'p0')"
+    )
+}
+
+/// The transaction id of the last message of the burst of [`filled_after_the_statistics`]: a
+/// read of the partition in offset order meets it last.
+fn last_of_burst(n: usize) -> String {
+    format!("burst-{}", 2 * n - 1)
+}
+
 /// Calls on one message in tables grown by `n`: a plan whose work follows a table, not the
 /// input, handles thousands of rows for one (a join the planner hashes once a group has about
 /// a thousand cursors would read them all; a keyed statement per cursor never does).
@@ -416,13 +430,12 @@ pub const SINGLES: &[&Scenario] = &[
         stale_statistics: true,
         name: "one-message push of a stored key to a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
-        // The last message of the burst: a read of the partition in offset order meets it last.
         call: |queue, n| {
             push_call(&format!(
                 "jsonb_build_array(jsonb_build_object(
-                     'queue', '{queue}', 'partition', 'p0', 'transactionId', 'burst-{}',
+                     'queue', '{queue}', 'partition', 'p0', 'transactionId', '{}',
                      'messageId', gen_random_uuid(), 'payload', 0))",
-                2 * n - 1
+                last_of_burst(n)
             ))
         },
     },
@@ -470,6 +483,37 @@ pub const SINGLES: &[&Scenario] = &[
             )
         },
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "message detail of a message in a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, n| {
+            format!(
+                "select regina.message_detail({}, '{}') is not null",
+                p0_uuid(queue),
+                last_of_burst(n)
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "trace of a message in a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, n| {
+            format!(
+                "select regina.trace_record(jsonb_build_object(
+                     'id', gen_random_uuid(), 'partitionId', {}, 'transactionId', '{}',
+                     'eventType', 'info', 'consumerGroup', 'g', 'traceNames', '[\"t\"]'::jsonb),
+                     '{{}}')",
+                p0_uuid(queue),
+                last_of_burst(n)
+            )
+        },
     },
 ];
 
