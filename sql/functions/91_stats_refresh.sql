@@ -1,7 +1,7 @@
 -- The stats refresh (http-api.md §4.15, ADR 0012): keeps the tables of migrations/0009_stats.sql in
 -- line with the base tables. A pass is `stats_refresh_begin` (find the partitions that may have
--- changed), `stats_refresh_batch` until it returns less than its limit (recount them, a bounded
--- number per transaction), then `stats_refresh_end` (queue and group sums, the lag history, the
+-- changed), `stats_refresh_batch` until it returns less than its limit and not less than 0
+-- (recount them, a bounded number of partitions and of their rows per transaction), then `stats_refresh_end` (queue and group sums, the lag history, the
 -- pass's bookkeeping). Each call is a short transaction of its own; the caller holds the stats
 -- lock for the pass, so passes never overlap. Nothing here locks a row that pushes, pops or acks
 -- use, and none of them writes these tables.
@@ -163,8 +163,17 @@ $$;
 -- Recounts up to i_limit partitions waiting in `stats_dirty` (the counts of http-api.md §4.16 and
 -- the lag of each group with work there); returns how many were taken. `next_seq` and `has_work`
 -- are read in the same statement as the counts, so a push or a move after it shows as a change.
+--
+-- i_rows (null: no bound): about how many message rows the batch may count. A recount reads
+-- every row of its partition, so a thousand partitions of a deep backlog would take one statement
+-- past any timeout. Partitions are taken in id order while the rows of those before stay under
+-- i_rows (always at least one), each sized as its last count plus the offsets pushed since.
+-- A batch cut there, with partitions left waiting, returns minus how many it took: the pass goes
+-- on although it took fewer than i_limit.
+select regina._drop_outdated('regina.stats_refresh_batch(integer, timestamptz)', 'i_rows');
 create or replace function regina.stats_refresh_batch(i_limit integer,
-                                                      i_now timestamptz default null)
+                                                      i_now timestamptz default null,
+                                                      i_rows bigint default null)
 returns integer
 -- Every count is an index range of one partition: a plan made while the tables were small must
 -- not scan them once per partition.
@@ -172,17 +181,29 @@ language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_ids bigint[];
+    v_waiting integer;
 begin
-    with taken as (
-        delete from regina.stats_dirty d
-        where d.partition_id in (select x.partition_id from regina.stats_dirty x
-                                 order by x.partition_id limit i_limit
-                                 for update skip locked)
-        returning d.partition_id)
-    select array_agg(t.partition_id) into v_ids from taken t;
-    if v_ids is null then
+    -- The waiting partitions with their sizes, locked (rows left out stay waiting).
+    select coalesce(array_agg(w.partition_id order by w.partition_id)
+                        filter (where i_rows is null or w.before < greatest(i_rows, 1)), '{}'),
+           count(*)
+    into v_ids, v_waiting
+    from (select x.partition_id,
+                 coalesce(sum(x.size) over (order by x.partition_id
+                                            rows between unbounded preceding and 1 preceding),
+                          0) as before
+          from (select y.partition_id,
+                       (select coalesce(s.total, 0) + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
+                        from regina.partitions p
+                        left join regina.partition_stats s on s.partition_id = p.id
+                        where p.id = y.partition_id) as size
+                from (select z.partition_id from regina.stats_dirty z
+                      order by z.partition_id limit i_limit
+                      for update skip locked) y) x) w;
+    if cardinality(v_ids) = 0 then
         return 0;
     end if;
+    delete from regina.stats_dirty d where d.partition_id = any (v_ids);
     -- The queues' sums follow each batch (their counts out, the new ones in below), so a change
     -- shows in the queue's totals once its partition is recounted, not only when the pass ends;
     -- the end of the pass sums them again from scratch.
@@ -218,7 +239,8 @@ begin
            on s.queue_id = r.queue_id and s.consumer_group = r.consumer_group
     cross join lateral regina._group_lag(p, c, s.start_at) l
     where r.partition_id = any (v_ids) and l.o_offset_lag > 0;
-    return cardinality(v_ids);
+    return case when cardinality(v_ids) < v_waiting then -cardinality(v_ids)
+                else cardinality(v_ids) end;
 end
 $$;
 

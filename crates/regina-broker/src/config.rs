@@ -144,6 +144,8 @@ pub mod defaults {
     pub const METRICS_QUEUE_LABELS_MAX: usize = 1_000;
     /// `STATS_BATCH_SIZE`, partitions recounted per stats transaction.
     pub const STATS_BATCH_SIZE: u32 = 1_000;
+    /// `STATS_BATCH_ROWS`, message rows counted per stats transaction, about.
+    pub const STATS_BATCH_ROWS: u64 = 2_000_000;
 }
 
 /// Log output format (`LOG_FORMAT`).
@@ -515,6 +517,12 @@ pub struct Config {
     #[arg(long, env = "STATS_BATCH_SIZE", default_value_t = defaults::STATS_BATCH_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub stats_batch_size: u32,
+    /// Message rows a stats transaction counts, about: a recount reads every row of its
+    /// partition, so a batch of deep partitions takes fewer of them (at least one), and each
+    /// transaction stays short whatever the backlog.
+    #[arg(long, env = "STATS_BATCH_ROWS", default_value_t = defaults::STATS_BATCH_ROWS,
+          value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
+    pub stats_batch_rows: u64,
     /// AES-256 key of encrypted payloads: 64 hex characters. Default: none (queues cannot
     /// encrypt; encrypted payloads cannot be read).
     #[arg(long, env = "REGINA_ENCRYPTION_KEY", hide_env_values = true, value_parser = parse_secret)]
@@ -704,6 +712,7 @@ mod tests {
         assert_eq!(config.metrics_queue_labels_max, 1_000);
         assert_eq!(config.trace_data_bytes_max, 65_536);
         assert_eq!(config.stats_batch_size, 1_000);
+        assert_eq!(config.stats_batch_rows, 2_000_000);
         assert_eq!(
             config.database_url(),
             "postgres://postgres@localhost:5432/postgres"

@@ -10,8 +10,8 @@ begin
     perform regina.stats_refresh_begin(i_now);
     loop
         v_n := regina.stats_refresh_batch(i_batch, i_now);
-        v_total := v_total + v_n;
-        exit when v_n < i_batch;
+        v_total := v_total + abs(v_n);
+        exit when v_n >= 0 and v_n < i_batch;
     end loop;
     perform regina.stats_refresh_end(v_total, i_now);
     return v_total;

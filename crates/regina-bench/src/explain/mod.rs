@@ -22,6 +22,8 @@ use session::{Plan, Session};
 const FIXTURE_SQL: &str = include_str!("fixture.sql");
 /// Partitions recounted per stats transaction (the broker's default `STATS_BATCH_SIZE`).
 const STATS_BATCH: i32 = 1_000;
+/// Message rows counted per stats transaction, about (the broker's default `STATS_BATCH_ROWS`).
+const STATS_BATCH_ROWS: i64 = 2_000_000;
 /// Plans of statements shorter than this are not recorded, milliseconds.
 const PLAN_MIN_MS: u32 = 1;
 /// Pushes, and pops of a group, made between the full and the incremental refresh.
@@ -214,13 +216,14 @@ async fn refresh(session: &Session) -> anyhow::Result<(Duration, i64)> {
     loop {
         let row = client
             .query_one(
-                "select regina.stats_refresh_batch($1::int)",
-                &[&STATS_BATCH],
+                "select regina.stats_refresh_batch($1::int, null, $2::bigint)",
+                &[&STATS_BATCH, &STATS_BATCH_ROWS],
             )
             .await?;
+        // Negative: cut at the row bound with partitions left waiting.
         let taken: i32 = row.get(0);
-        total += i64::from(taken);
-        if taken < STATS_BATCH {
+        total += i64::from(taken.unsigned_abs());
+        if (0..STATS_BATCH).contains(&taken) {
             break;
         }
     }

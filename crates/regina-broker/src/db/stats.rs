@@ -18,6 +18,16 @@ use super::{single_text, Db};
 /// Batches of one pass at most; partitions left over wait for the next pass.
 const PASS_BATCHES_MAX: usize = 10_000;
 
+/// How much one batch of a pass recounts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchLimits {
+    /// Partitions per batch (`STATS_BATCH_SIZE`).
+    pub(crate) partitions: i32,
+    /// Message rows a batch counts, about (`STATS_BATCH_ROWS`): a batch of deep partitions takes
+    /// fewer of them.
+    pub(crate) rows: i64,
+}
+
 /// The outcome of a refresh attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refresh {
@@ -32,14 +42,14 @@ pub(crate) enum Refresh {
     Busy,
 }
 
-/// Runs one pass unless one runs elsewhere: recounts changed partitions in batches of `batch`
+/// Runs one pass unless one runs elsewhere: recounts changed partitions in batches within `batch`
 /// while `keep_going()` holds, and records the pass in `regina.job_runs` under `worker_id`.
 ///
 /// # Errors
 /// Any database error; the lock is released before it is returned (or dies with the session).
 pub(crate) async fn refresh(
     client: &Client,
-    batch: i32,
+    batch: BatchLimits,
     worker_id: &str,
     keep_going: impl Fn() -> bool,
 ) -> Result<Refresh, DbError> {
@@ -60,7 +70,11 @@ pub(crate) async fn refresh(
 }
 
 /// Begin, batches, end; the number of partitions recounted.
-async fn pass(client: &Client, batch: i32, keep_going: impl Fn() -> bool) -> Result<u64, DbError> {
+async fn pass(
+    client: &Client,
+    batch: BatchLimits,
+    keep_going: impl Fn() -> bool,
+) -> Result<u64, DbError> {
     client
         .query_one("select regina.stats_refresh_begin()", &[])
         .await
@@ -68,14 +82,18 @@ async fn pass(client: &Client, batch: i32, keep_going: impl Fn() -> bool) -> Res
     let mut recounted: u64 = 0;
     for _ in 0..PASS_BATCHES_MAX {
         let row = client
-            .query_one("select regina.stats_refresh_batch($1::int)", &[&batch])
+            .query_one(
+                "select regina.stats_refresh_batch($1::int, null, $2::bigint)",
+                &[&batch.partitions, &batch.rows],
+            )
             .await
             .map_err(|e| classify(&e))?;
+        // Negative: cut at the row bound with partitions left waiting.
         let taken: i32 = row
             .try_get(0)
             .map_err(|e| DbError::Internal(e.to_string()))?;
         recounted += u64::from(taken.unsigned_abs());
-        if taken < batch || !keep_going() {
+        if (0..batch.partitions).contains(&taken) || !keep_going() {
             break;
         }
     }

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 use tokio_postgres::Client;
 
 use crate::config::Config;
-use crate::db::stats::{self, Refresh};
+use crate::db::stats::{self, BatchLimits, Refresh};
 use crate::db::{ConnectSettings, DbError};
 
 /// `statement_timeout` of the stats sessions, milliseconds: one batch must fit.
@@ -21,8 +21,8 @@ pub(crate) const STATS_STATEMENT_TIMEOUT_MS: u64 = 60_000;
 pub(crate) struct StatsSettings {
     /// `STATS_INTERVAL_MS`.
     pub(crate) interval: Duration,
-    /// `STATS_BATCH_SIZE`.
-    pub(crate) batch: i32,
+    /// `STATS_BATCH_SIZE` and `STATS_BATCH_ROWS`.
+    pub(crate) batch: BatchLimits,
     /// This instance's `WORKER_ID`, recorded with each pass.
     pub(crate) worker_id: String,
 }
@@ -32,7 +32,10 @@ impl StatsSettings {
     pub(crate) fn new(config: &Config) -> StatsSettings {
         StatsSettings {
             interval: Duration::from_millis(config.stats_interval_ms.max(1)),
-            batch: i32::try_from(config.stats_batch_size.max(1)).unwrap_or(i32::MAX),
+            batch: BatchLimits {
+                partitions: i32::try_from(config.stats_batch_size.max(1)).unwrap_or(i32::MAX),
+                rows: i64::try_from(config.stats_batch_rows.max(1)).unwrap_or(i64::MAX),
+            },
             worker_id: config.worker_id(),
         }
     }

@@ -54,6 +54,39 @@ async fn stats_refresh_is_skipped_while_another_session_holds_the_lock() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pass_recounts_every_partition_when_batches_are_cut_by_their_rows() {
+    // Batches of at most 5 message rows: partitions of 3 messages go two at a time, so the pass
+    // runs batches that take fewer partitions than STATS_BATCH_SIZE and must not stop at the
+    // first of them.
+    let (b, api) = start_with(|c| {
+        c.worker_id = Some("rows".into());
+        c.stats_batch_rows = 5;
+    })
+    .await;
+    api.configure("deep", json!({})).await;
+    for p in ["p1", "p2", "p3", "p4", "p5"] {
+        api.push_to("deep", p, &[json!(1), json!(2), json!(3)])
+            .await;
+    }
+    api.refresh_stats().await;
+    let d = api.get("/api/v1/status/queues/deep").await;
+    assert_eq!(d.body["totals"]["total"], 15, "{d:?}");
+    let db = b.db().await;
+    let unrecounted: i64 = db
+        .query_one(
+            "select count(*) from regina.partitions p
+             join regina.queues q on q.id = p.queue_id
+             left join regina.partition_stats s on s.partition_id = p.id
+             where q.name = 'deep' and p.name like 'p_' and s.total is distinct from 3",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(unrecounted, 0, "every partition counted in one pass");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_follow_pops_acks_and_deletes_from_one_refresh_to_the_next() {
     let (_b, api) = start().await;
     api.configure("f", json!({"retryLimit": 5})).await;
