@@ -117,7 +117,9 @@ $$;
 -- i_query = {partitionId, transactionId, scopes?}. A message that is unknown, has no events, or
 -- lies in a queue outside the scopes has an empty list.
 create or replace function regina.traces_by_message(i_query jsonb) returns json
-language plpgsql stable as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql stable set enable_seqscan = off as $$
 declare
     v_p regina.partitions;
 begin

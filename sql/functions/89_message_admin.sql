@@ -60,11 +60,15 @@ $$;
 create or replace function regina.message_delete(i_partition_id text, i_transaction_id text,
                                                  i_now timestamptz default null)
 returns json
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;
     v_seqs bigint[];
+    v_seq bigint;
+    v_for text;
     v_c regina.cursors;
     v_head bigint;
 begin
@@ -80,14 +84,23 @@ begin
             where d.partition_id = v_p.id and d.transaction_id = i_transaction_id) then
         return regina._admin_failure('message_not_found');
     end if;
-    if not regina._partition_cursors_lock(v_p, v_now) or exists (
-            select 1 from regina.cursors c
-            join regina.messages m on m.partition_id = c.partition_id and m.seq = any (v_seqs)
-            where c.partition_id = v_p.id and c.lease_active
-              and m.seq >= c.next_seq and m.seq <= c.lease_end_seq
-              and (m.for_group is null or m.for_group = c.consumer_group)) then
+    if not regina._partition_cursors_lock(v_p, v_now) then
         return regina._admin_failure('message_leased');
     end if;
+    -- Delivery by delivery, each looked up by its key: a join of the deliveries with the
+    -- partition's messages is planned, from statistics that call the table tiny, as a read of the
+    -- partition's whole range.
+    foreach v_seq in array v_seqs loop
+        select m.for_group into v_for from regina.messages m
+        where m.partition_id = v_p.id and m.seq = v_seq;
+        continue when not found;
+        if exists (select 1 from regina.cursors c
+                   where c.partition_id = v_p.id and c.lease_active
+                     and v_seq >= c.next_seq and v_seq <= c.lease_end_seq
+                     and (v_for is null or v_for = c.consumer_group)) then
+            return regina._admin_failure('message_leased');
+        end if;
+    end loop;
     for v_c in select * from regina.cursors c where c.partition_id = v_p.id order by c.consumer_group
     loop
         v_head := regina._head_seq(v_p.id, v_c.next_seq, v_c.marks, v_c.consumer_group);
@@ -100,7 +113,11 @@ begin
             perform regina._cursor_save(v_c, v_now);
         end if;
     end loop;
-    delete from regina.messages m where m.partition_id = v_p.id and m.seq = any (v_seqs);
+    -- One keyed delete per delivery (the message and its requeued copies): with `seq = any`, a
+    -- plan made from statistics that call the table tiny reads the partition's whole range.
+    foreach v_seq in array v_seqs loop
+        delete from regina.messages m where m.partition_id = v_p.id and m.seq = v_seq;
+    end loop;
     perform regina._traces_forget(v_p.id, array[i_transaction_id]);
     delete from regina.dead_letters d
     where d.partition_id = v_p.id and d.transaction_id = i_transaction_id;
@@ -122,7 +139,9 @@ create or replace function regina.message_requeue(i_partition_id text, i_transac
                                                   i_group text default null,
                                                   i_now timestamptz default null)
 returns table (result json, wake_queue text)
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;
@@ -212,7 +231,9 @@ create or replace function regina.message_dead_letter(i_partition_id text, i_tra
                                                       i_group text, i_error text,
                                                       i_now timestamptz default null)
 returns json
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;

@@ -502,6 +502,49 @@ pub const SINGLES: &[&Scenario] = &[
         input: |_| 1,
         own_database: true,
         stale_statistics: true,
+        name: "delete of a message in a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, n| {
+            format!(
+                "select regina.message_delete({}, '{}') is not null",
+                p0_uuid(queue),
+                last_of_burst(n)
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "dead-lettering of a message in a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, n| {
+            format!(
+                "select regina.message_dead_letter({}, '{}', 'g', 'by hand') is not null",
+                p0_uuid(queue),
+                last_of_burst(n)
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "traces of a message in a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, n| {
+            format!(
+                "select regina.traces_by_message(jsonb_build_object(
+                     'partitionId', {}, 'transactionId', '{}')) is not null",
+                p0_uuid(queue),
+                last_of_burst(n)
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
         name: "trace of a message in a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| {
