@@ -132,10 +132,8 @@ begin
     select count(*), count(*) filter (where g.seq >= v_range.o_completed_lo),
            array_agg(g.transaction_id) filter (
                where v_traced and (g.for_group is null
-                                   or not exists (select 1 from regina.messages o
-                                                  where o.partition_id = i_partition_id
-                                                    and o.transaction_id = g.transaction_id
-                                                    and o.for_group is null)))
+                                   or (regina._stored_key(i_partition_id,
+                                                          g.transaction_id)).o_id is null))
     into o_removed, o_completed, v_gone
     from gone g;
     if o_removed > 0 then

@@ -146,10 +146,10 @@ language sql stable as $$
         from requeued r
         join g on g.partition_id = r.partition_id and g.consumer_group = r.for_group
         join low on low.partition_id = r.partition_id
-        join regina.messages o on o.partition_id = r.partition_id
-                              and o.transaction_id = r.transaction_id and o.for_group is null
-        where not (r.seq < g.head or r.seq = any (g.marks))
-          and (o.seq < low.seq or exists (select 1 from marked k where k.partition_id = o.partition_id
+        cross join lateral (select (regina._stored_key(r.partition_id, r.transaction_id)).o_seq
+                                   as seq) o
+        where o.seq is not null and not (r.seq < g.head or r.seq = any (g.marks))
+          and (o.seq < low.seq or exists (select 1 from marked k where k.partition_id = r.partition_id
                                                                      and k.seq = o.seq))),
     leased as (   -- messages inside a live lease, by transactionId (a requeued delivery is its message)
         select g.partition_id, count(distinct m.transaction_id) as n

@@ -193,13 +193,16 @@ begin
                                             rows between unbounded preceding and 1 preceding),
                           0) as before
           from (select y.partition_id,
-                       coalesce(s.total, 0) + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
-                           as size
+                       -- A correlated lookup, not a join: a join with the partitions may be
+                       -- planned as a merge over their whole primary key.
+                       (select coalesce(s.total, 0)
+                               + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
+                        from regina.partitions p
+                        left join regina.partition_stats s on s.partition_id = p.id
+                        where p.id = y.partition_id) as size
                 from (select z.partition_id from regina.stats_dirty z
                       order by z.partition_id limit i_limit
-                      for update skip locked) y
-                left join regina.partitions p on p.id = y.partition_id
-                left join regina.partition_stats s on s.partition_id = y.partition_id) x) w;
+                      for update skip locked) y) x) w;
     if cardinality(v_ids) = 0 then
         return 0;
     end if;
