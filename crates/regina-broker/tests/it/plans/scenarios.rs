@@ -357,6 +357,13 @@ fn last_of_burst(n: usize) -> String {
     format!("burst-{}", 2 * n - 1)
 }
 
+/// `call` on the last message of the burst of [`filled_after_the_statistics`]: `$partition` and
+/// `$transaction` stand for its partition's uuid and its transaction id, as SQL.
+fn on_last_of_burst(call: &str, queue: &str, n: usize) -> String {
+    call.replace("$partition", &p0_uuid(queue))
+        .replace("$transaction", &format!("'{}'", last_of_burst(n)))
+}
+
 /// Calls on one message in tables grown by `n`: a plan whose work follows a table, not the
 /// input, handles thousands of rows for one (a join the planner hashes once a group has about
 /// a thousand cursors would read them all; a keyed statement per cursor never does).
@@ -491,10 +498,10 @@ pub const SINGLES: &[&Scenario] = &[
         name: "message detail of a message in a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| {
-            format!(
-                "select regina.message_detail({}, '{}') is not null",
-                p0_uuid(queue),
-                last_of_burst(n)
+            on_last_of_burst(
+                "select regina.message_detail($partition, $transaction) is not null",
+                queue,
+                n,
             )
         },
     },
@@ -505,10 +512,10 @@ pub const SINGLES: &[&Scenario] = &[
         name: "delete of a message in a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| {
-            format!(
-                "select regina.message_delete({}, '{}') is not null",
-                p0_uuid(queue),
-                last_of_burst(n)
+            on_last_of_burst(
+                "select regina.message_delete($partition, $transaction) is not null",
+                queue,
+                n,
             )
         },
     },
@@ -519,10 +526,10 @@ pub const SINGLES: &[&Scenario] = &[
         name: "dead-lettering of a message in a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| {
-            format!(
-                "select regina.message_dead_letter({}, '{}', 'g', 'by hand') is not null",
-                p0_uuid(queue),
-                last_of_burst(n)
+            on_last_of_burst(
+                "select regina.message_dead_letter($partition, $transaction, 'g', 'by hand') is not null",
+                queue,
+                n,
             )
         },
     },
@@ -533,11 +540,11 @@ pub const SINGLES: &[&Scenario] = &[
         name: "traces of a message in a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| {
-            format!(
+            on_last_of_burst(
                 "select regina.traces_by_message(jsonb_build_object(
-                     'partitionId', {}, 'transactionId', '{}')) is not null",
-                p0_uuid(queue),
-                last_of_burst(n)
+                     'partitionId', $partition, 'transactionId', $transaction)) is not null",
+                queue,
+                n,
             )
         },
     },
@@ -548,13 +555,13 @@ pub const SINGLES: &[&Scenario] = &[
         name: "trace of a message in a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| {
-            format!(
+            on_last_of_burst(
                 "select regina.trace_record(jsonb_build_object(
-                     'id', gen_random_uuid(), 'partitionId', {}, 'transactionId', '{}',
+                     'id', gen_random_uuid(), 'partitionId', $partition, 'transactionId', $transaction,
                      'eventType', 'info', 'consumerGroup', 'g', 'traceNames', '[\"t\"]'::jsonb),
-                     '{{}}')",
-                p0_uuid(queue),
-                last_of_burst(n)
+                     '{}')",
+                queue,
+                n,
             )
         },
     },
