@@ -93,7 +93,10 @@ create or replace function regina._partition_trim(i_q regina.queues, i_job text,
                                                   i_partition_id bigint, i_groups text[],
                                                   i_limit bigint, i_now timestamptz,
                                                   out o_removed bigint, out o_completed bigint)
-language plpgsql as $$
+-- The doomed messages are read in offset order and the read stops at i_limit: no sequential or
+-- bitmap scans and no sorts, so a plan made from statistics that call the partition tiny cannot
+-- read it whole and sort it.
+language plpgsql set enable_seqscan = off set enable_bitmapscan = off set enable_sort = off as $$
 declare
     v_p regina.partitions;
     v_cursors integer;
@@ -117,8 +120,10 @@ begin
     -- Trace events go with their messages (regina._traces_forget), which needs the keys of the
     -- deleted rows; collecting them costs, so only where the partition has events.
     v_traced := regina._partition_traced(i_partition_id);
+    -- The doomed rows are deleted by their row ids: a join of them with the partition's messages
+    -- is planned, from statistics that call the partition tiny, as a read of its whole range.
     with doomed as (
-        select m.seq from regina.messages m
+        select m.ctid from regina.messages m
         where m.partition_id = i_partition_id and m.seq >= v_range.o_lo and m.seq < v_range.o_hi
           and not exists (select 1 from regina.cursors c
                           where c.partition_id = i_partition_id and c.lease_active
@@ -126,8 +131,8 @@ begin
         order by m.seq
         limit i_limit),
     gone as (
-        delete from regina.messages m using doomed d
-        where m.partition_id = i_partition_id and m.seq = d.seq
+        delete from regina.messages m
+        where m.ctid = any (array(select d.ctid from doomed d))
         returning m.seq, m.transaction_id, m.for_group)
     select count(*), count(*) filter (where g.seq >= v_range.o_completed_lo),
            array_agg(g.transaction_id) filter (
@@ -224,7 +229,9 @@ $$;
 select regina._drop_outdated('regina._trim_run(text, integer, timestamptz)', 'more');
 create or replace function regina._trim_run(i_job text, i_limit integer, i_now timestamptz)
 returns table (queue_name text, removed bigint, busy integer, completed bigint, more boolean)
-language plpgsql as $$
+-- Keyed lookups and index ranges only (the functions it calls too): a plan made from statistics
+-- that call a table tiny must not scan it whole once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_position regina.job_positions;
     v_q regina.queues;

@@ -495,6 +495,23 @@ pub const SINGLES: &[&Scenario] = &[
         input: |_| 1,
         own_database: true,
         stale_statistics: true,
+        name: "retention deleting one message of a partition filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; update regina.queues set retention_seconds = 60 where name = '{queue}'; {}",
+                filled_after_the_statistics(queue, n),
+                only_queue_deletes(queue)
+            )
+        },
+        call: |_, _| {
+            "select count(*) from regina.retention_run(1, clock_timestamp() + interval '1 hour')"
+                .to_owned()
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
         name: "message detail of a message in a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
         call: |queue, n| {
