@@ -1,10 +1,11 @@
 -- The stats refresh (http-api.md §4.15, ADR 0012): keeps the tables of migrations/0009_stats.sql in
 -- line with the base tables. A pass is `stats_refresh_begin` (find the partitions that may have
 -- changed), `stats_refresh_batch` until it returns less than its limit and not less than 0
--- (recount them, a bounded number of partitions and of their rows per transaction), then `stats_refresh_end` (queue and group sums, the lag history, the
--- pass's bookkeeping). Each call is a short transaction of its own; the caller holds the stats
--- lock for the pass, so passes never overlap. Nothing here locks a row that pushes, pops or acks
--- use, and none of them writes these tables.
+-- (recount them, a bounded number of partitions and of their rows per transaction), then
+-- `stats_refresh_end` (queue and group sums, the lag history, the pass's bookkeeping). Each call
+-- is a short transaction of its own; the caller holds the stats lock for the pass, so passes
+-- never overlap. Nothing here locks a row that pushes, pops or acks use, and none of them writes
+-- these tables.
 --
 -- A partition may have changed since the previous pass when:
 -- - its `next_seq` differs from the one it was counted at (a push, a requeue, a replay);
