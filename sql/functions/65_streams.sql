@@ -280,7 +280,9 @@ create or replace function regina.stream_cycle(i_req jsonb, i_payloads json defa
                                                i_now timestamptz default null)
 returns table (idx integer, result jsonb, wake_queue text, wake_group text, queue_name text,
                acked text, dead_lettered integer, leases_expired integer, kind text)
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_query_id uuid := (i_req ->> 'query_id')::uuid;

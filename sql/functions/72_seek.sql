@@ -37,7 +37,9 @@ $$;
 -- queue waits for the seek instead of leaving it cursors of partitions that are gone.
 create or replace function regina.consumer_group_seek(i_req jsonb, i_now timestamptz default null)
 returns jsonb
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_group text := i_req ->> 'consumerGroup';

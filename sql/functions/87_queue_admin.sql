@@ -7,7 +7,9 @@
 -- `existed` says whether there was anything to delete. A push that was waiting for one of the
 -- partitions finds it gone and creates the queue anew (regina.push).
 create or replace function regina.queue_delete(i_queue text) returns json
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_q regina.queues;
 begin
@@ -39,7 +41,9 @@ $$;
 select regina._drop_outdated('regina.queue_clear(text)', 'i_partition');
 create or replace function regina.queue_clear(i_queue text, i_partition text default null)
 returns table (result json, wake_groups text[], partition_missing boolean)
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_q regina.queues;
     v_partition_ids bigint[];

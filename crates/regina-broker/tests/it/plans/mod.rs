@@ -177,6 +177,13 @@ async fn one_message_calls_work_is_bounded_whatever_the_tables_hold() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_queue_stream_and_transaction_calls_work_is_bounded_whatever_the_tables_hold() {
+    for scenario in scenarios::ADMIN {
+        check(scenario).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn background_jobs_work_is_linear_in_what_they_process() {
     for scenario in scenarios::JOBS {
         check(scenario).await;

@@ -686,3 +686,184 @@ pub const JOBS: &[&Scenario] = &[
         },
     },
 ];
+
+/// The query id of the stream of [`ADMIN`]'s cycle scenario.
+const STREAM_QUERY: &str = "0196a000-0000-7000-8000-00000000cafe";
+
+/// After [`filled_after_the_statistics`]: `created_at` of the message the group consumed before
+/// the burst, staged as ISO text: a seek to it moves the group to the burst's first message.
+fn instant_before_the_burst(queue: &str) -> String {
+    stage(&format!(
+        "select to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')
+         from regina.messages m join regina.partitions p on p.id = m.partition_id
+         join regina.queues q on q.id = p.queue_id
+         where q.name = '{queue}' and p.name = 'p0' and m.transaction_id = 'm-0'"
+    ))
+}
+
+/// Group, queue, stream and transaction calls on one message (or one partition) in tables grown
+/// after their statistics were taken: keyed work only, whatever the partition holds.
+pub const ADMIN: &[&Scenario] = &[
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "requeue of a dead letter in a partition filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                filled_after_the_statistics(queue, n),
+                on_last_of_burst(
+                    "select regina.message_dead_letter($partition, $transaction, 'g', 'by hand')",
+                    queue,
+                    n
+                )
+            )
+        },
+        call: |queue, n| {
+            on_last_of_burst(
+                "select count(*) from regina.message_requeue($partition, $transaction, 'g')",
+                queue,
+                n,
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "seek of a group to an instant in a partition filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                filled_after_the_statistics(queue, n),
+                instant_before_the_burst(queue)
+            )
+        },
+        call: |queue, _| {
+            format!(
+                "select regina.consumer_group_seek(jsonb_build_object(
+                     'queue', '{queue}', 'partition', 'p0', 'consumerGroup', 'g',
+                     'timestamp', {STAGED}))"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "seek of a group to the end of a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, _| {
+            format!(
+                "select regina.consumer_group_seek(jsonb_build_object(
+                     'queue', '{queue}', 'partition', 'p0', 'consumerGroup', 'g', 'toEnd', true))"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "delete of a group's cursor on a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, _| format!("select regina.consumer_group_delete('g', '{queue}', false)"),
+    },
+    &Scenario {
+        input: |n| 2 * n,
+        own_database: true,
+        stale_statistics: true,
+        name: "clear of a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, _| format!("select count(*) from regina.queue_clear('{queue}', 'p0')"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "clear of a partition of one message next to one filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                filled_after_the_statistics(queue, n),
+                push_call(&format!(
+                    "jsonb_build_array(jsonb_build_object('queue', '{queue}', 'partition', 'p1',
+                         'transactionId', 'alone', 'messageId', gen_random_uuid(), 'payload', 1))"
+                ))
+            )
+        },
+        call: |queue, _| format!("select count(*) from regina.queue_clear('{queue}', 'p1')"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "delete of a queue of one message next to one filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                filled_after_the_statistics(queue, n),
+                push_call(&format!(
+                    "jsonb_build_array(jsonb_build_object('queue', '{queue}-small', 'partition',
+                         'p', 'transactionId', 'alone', 'messageId', gen_random_uuid(),
+                         'payload', 1))"
+                ))
+            )
+        },
+        call: |queue, _| format!("select regina.queue_delete('{queue}-small')"),
+    },
+    &Scenario {
+        input: |_| 2,
+        own_database: true,
+        stale_statistics: true,
+        name: "transaction acking a message of a partition filled with 2n after the statistics \
+               and pushing one to it",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; {}",
+                filled_after_the_statistics(queue, n),
+                pop_call(queue, n, 1, 1, false),
+                stage(&format!(
+                    "select jsonb_build_array(
+                         jsonb_build_object('type', 'ack', 'ack', {} -> 0),
+                         jsonb_build_object('type', 'push', 'items', jsonb_build_array(
+                             jsonb_build_object('queue', '{queue}', 'partition', 'p0',
+                                 'transactionId', 'after', 'messageId', gen_random_uuid(),
+                                 'payload', 1))))",
+                    lease_acks(n, "completed")
+                ))
+            )
+        },
+        call: |_, _| format!("select count(*) from regina.transaction({STAGED})"),
+    },
+    &Scenario {
+        input: |_| 2,
+        own_database: true,
+        stale_statistics: true,
+        name: "stream cycle acking a message of a partition filled with 2n after the statistics \
+               and pushing one to it",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; select regina.stream_register(jsonb_build_object(
+                     'name', 'plans', 'source_queue', '{queue}', 'config_hash', 'h',
+                     'query_id', '{STREAM_QUERY}'))",
+                filled_after_the_statistics(queue, n),
+                pop_call(queue, n, 1, 1, false)
+            )
+        },
+        call: |queue, n| {
+            format!(
+                "select count(*) from regina.stream_cycle(jsonb_build_object(
+                     'query_id', '{STREAM_QUERY}', 'partition_id', {p0},
+                     'state_ops', '[{{\"type\": \"upsert\", \"key\": \"k\", \"value\": 1}}]'::jsonb,
+                     'push_items', jsonb_build_array(jsonb_build_object(
+                         'queue', '{queue}', 'partition', 'p0', 'transactionId', 'after',
+                         'messageId', gen_random_uuid(), 'payload', 1)),
+                     'ack', jsonb_build_object('transactionId', 'burst-0', 'partitionId', {p0},
+                         'leaseId', '{lease}', 'consumerGroup', 'g')))",
+                p0 = p0_uuid(queue),
+                lease = lease(n),
+            )
+        },
+    },
+];
