@@ -72,7 +72,8 @@ pub(crate) struct BatchSettings {
     /// Total [`BatchOp::bytes`] of one call at most (`BATCH_BYTES_MAX`); a single larger
     /// request still goes out, alone.
     pub(crate) bytes_max: usize,
-    /// Optional wait for more requests before sending (`BATCH_HOLD_US`).
+    /// Wait for more requests before sending, once a slot is free (`BATCH_HOLD_US`; pops
+    /// `POP_HOLD_US`).
     pub(crate) hold: Duration,
 }
 

@@ -57,12 +57,12 @@ impl Engine {
         metrics: &Arc<Metrics>,
         config: &Config,
     ) -> Engine {
-        let settings = |slots| BatchSettings {
+        let settings = |slots, hold_us| BatchSettings {
             slots,
             requests_max: config.batch_requests_max,
             items_max: config.batch_items_max,
             bytes_max: config.batch_bytes_max,
-            hold: Duration::from_micros(config.batch_hold_us),
+            hold: Duration::from_micros(hold_us),
         };
         let announcer = Announcer::start(db.clone());
         Engine {
@@ -88,7 +88,7 @@ impl Engine {
                             announcer: announcer.clone(),
                         }),
                         db.clone(),
-                        settings(1),
+                        settings(1, config.batch_hold_us),
                         metrics,
                     )
                 })
@@ -101,7 +101,7 @@ impl Engine {
                     commit_async: config.auto_ack_commit_async,
                 }),
                 db.clone(),
-                settings(config.db_calls_pop),
+                settings(config.db_calls_pop, config.pop_hold_us),
                 metrics,
             ),
             ack: Batcher::start(
@@ -111,13 +111,13 @@ impl Engine {
                     commit_async: config.ack_commit_async,
                 }),
                 db.clone(),
-                settings(config.db_calls_ack),
+                settings(config.db_calls_ack, config.batch_hold_us),
                 metrics,
             ),
             extend: Batcher::start(
                 Arc::new(ExtendOp),
                 db.clone(),
-                settings(EXTEND_SLOTS),
+                settings(EXTEND_SLOTS, config.batch_hold_us),
                 metrics,
             ),
         }

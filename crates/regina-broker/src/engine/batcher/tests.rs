@@ -461,3 +461,36 @@ async fn departed_requesters_are_skipped_or_their_answers_handed_back() {
     // The single slot is released only after `abandoned` ran, so it ran before call [3].
     assert_eq!(*lock(&h.db.0.abandoned), [10]);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_fuses_the_requests_that_come_during_it() {
+    let hold = Duration::from_millis(5);
+    let settings = BatchSettings {
+        slots: 1,
+        requests_max: 100,
+        items_max: 100,
+        bytes_max: usize::MAX,
+        hold,
+    };
+    let mut h = Harness::start_with(settings, Script::default());
+    let first = h.enqueue(req(1));
+    // The dispatcher takes the first request and holds its call; one that comes meanwhile joins.
+    tokio::time::advance(Duration::from_millis(2)).await;
+    let second = h.enqueue(req(2));
+    assert_eq!(h.next_call().await, [1, 2]);
+    for answer in answers(vec![first, second]).await {
+        answer.expect("answered");
+    }
+    // A request alone waits the hold out before its call starts (the clock is the runtime's
+    // paused one: it moves only by the timers that fire).
+    let sent = tokio::time::Instant::now();
+    let third = h.enqueue(req(3));
+    assert_eq!(h.next_call().await, [3]);
+    assert!(
+        sent.elapsed() >= hold,
+        "the call left {:?} after its request",
+        sent.elapsed()
+    );
+    answers(vec![third]).await[0].as_ref().expect("answered");
+    assert_eq!(h.db.calls(), [vec![1, 2], vec![3]]);
+}
