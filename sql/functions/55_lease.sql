@@ -74,7 +74,9 @@ select regina._drop_outdated('regina.lease_sweep(integer, timestamptz)', 'dead_l
 create or replace function regina.lease_sweep(i_limit integer default 1000,
                                               i_now timestamptz default null)
 returns table (queue_name text, consumer_group text, dead_lettered boolean)
-language plpgsql as $$
+-- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
+-- once it has grown.
+language plpgsql set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_c regina.cursors;

@@ -813,6 +813,77 @@ pub const ADMIN: &[&Scenario] = &[
         call: |queue, _| format!("select regina.queue_delete('{queue}-small')"),
     },
     &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "ack failing a message of a partition filled with 2n after the statistics into the \
+               dead-letter queue",
+        setup: |queue, n| {
+            format!(
+                "{}; update regina.queues set retry_limit = 0 where name = '{queue}'; {}; {}",
+                filled_after_the_statistics(queue, n),
+                pop_call(queue, n, 1, 1, false),
+                stage(&lease_acks(n, "failed"))
+            )
+        },
+        call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "lease sweep of one lease on a partition filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; {}",
+                filled_after_the_statistics(queue, n),
+                pop_call(queue, n, 1, 1, false)
+            )
+        },
+        call: |_, _| {
+            "select count(*) from regina.lease_sweep(1, clock_timestamp() + interval '1 day')"
+                .to_owned()
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "eviction of one message of a partition filled with 2n after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; update regina.queues set max_wait_time_seconds = 60 where name = '{queue}'; {}",
+                filled_after_the_statistics(queue, n),
+                only_queue_deletes(queue)
+            )
+        },
+        call: |_, _| {
+            "select count(*) from regina.eviction_run(1, clock_timestamp() + interval '1 hour')"
+                .to_owned()
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "delete of a group with its subscriptions on a partition filled with 2n after the \
+               statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |queue, _| format!("select regina.consumer_group_delete('g', '{queue}', true)"),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "subscription start moved for a group on a partition filled with 2n after the \
+               statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |_, _| {
+            "select regina.consumer_group_subscription('g', clock_timestamp() - interval '1 day')"
+                .to_owned()
+        },
+    },
+    &Scenario {
         input: |_| 2,
         own_database: true,
         stale_statistics: true,
