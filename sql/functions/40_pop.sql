@@ -234,23 +234,36 @@ $$;
 -- partition yields a prefix of its deliverable messages, and saves the cursors that delivered:
 -- leased to i_lease, or settled at once (autoAck), with their ready rows. Each statement reads an
 -- index range per cursor and writes a row per cursor, however many partitions are claimed.
--- o_claimed: the partitions that delivered, in claim order; o_empty: the cursors that did not and
+--
+-- With i_leases (one per cursor), each cursor is a slot of its own, as for a run of requests of
+-- one partition each (_pop_run): it reads up to i_budget messages of its own, and its partition
+-- is leased to its own element of i_leases (null: autoAck).
+--
+-- o_claimed: the partitions that delivered, in claim order; o_claimed_at: their places in
+-- i_cursors; o_counts: how many messages each delivered. o_empty: the cursors that did not and
 -- whose head is not known to be at the partition's end (the per-partition claim knows what to do
--- with them), or that the budget left unread; o_left: how many of the ready rows it wrote are
--- claimable now (the others were deleted, or wait for the lease's end).
+-- with them), or that the budget left unread; o_empty_at: their places. o_left: how many of the
+-- ready rows it wrote are claimable now (the others were deleted, or wait for the lease's end).
 select regina._drop_outdated('regina._pop_claim_set(regina.queues, regina.cursors[], integer, '
                              'boolean, uuid, timestamptz)', 'o_left');
+select regina._drop_outdated('regina._pop_claim_set(regina.queues, regina.cursors[], integer, '
+                             'boolean, uuid, timestamptz)', 'i_leases');
 create or replace function regina._pop_claim_set(i_q regina.queues, i_cursors regina.cursors[],
                                                  i_budget integer, i_auto boolean, i_lease uuid,
-                                                 i_now timestamptz,
+                                                 i_now timestamptz, i_leases uuid[],
                                                  out o_messages json[], out o_claimed bigint[],
-                                                 out o_empty bigint[],
+                                                 out o_claimed_at integer[],
+                                                 out o_counts integer[],
+                                                 out o_empty bigint[], out o_empty_at integer[],
                                                  out o_first_ages_ms double precision[],
                                                  out o_left integer)
 language plpgsql as $$
 declare
     v_group text := i_cursors[1].consumer_group;
     v_expires timestamptz := i_now + i_q.lease_time * interval '1 second';
+    -- The most messages the read brings: the budget, or the budget of every slot.
+    v_total integer := case when i_leases is null then i_budget
+                            else i_budget * cardinality(i_cursors) end;
     v_partitions bigint[];
     v_seqs bigint[];
     v_partition_id bigint;
@@ -263,10 +276,11 @@ declare
     v_c regina.cursors;
     v_ended bigint[];
     v_settled bigint[];
-    -- Fewer messages than the budget: every claimed partition was read to its end (as this
-    -- read saw it), so a head without marks moves just past the last message read. With the
-    -- budget reached, so was every partition but the last one read: each partition's read stops
-    -- at the budget on its own, so only the last can have been cut short.
+    -- Fewer messages than v_total: every cursor was read, and each claimed partition to its end
+    -- (as this read saw it) unless it gave its own limit (i_budget), so a head without marks
+    -- moves just past the last message read. With v_total reached, so was every partition but
+    -- the last one read: each partition's read stops at its limit on its own, so only the last
+    -- can have been cut short.
     v_whole boolean;
 begin
     -- The outer `limit` stops the nested loop once the budget is taken: later cursors are not read.
@@ -296,16 +310,19 @@ begin
                    'data', m.payload, 'producerSub', m.producer_sub,
                    'createdAt', regina._ts_us(m.created_at), 'partitionId', p.uuid,
                    'partition', p.name, 'queue', i_q.name,
-                   'leaseId', coalesce(i_lease::text, ''), 'consumerGroup', c.consumer_group,
+                   'leaseId', coalesce(coalesce(i_leases[c.ordinality], i_lease)::text, ''),
+                   'consumerGroup', c.consumer_group,
                    'retryCount', case when m.rn = 1 then c.head_attempts else 0 end) as message) o
-          limit i_budget) x;
+          limit v_total) x;
 
     -- The messages come grouped by cursor, in claim order: one walk finds each claimed partition
     -- with its count and last offset, and saves its cursor by a keyed update (a join of the
     -- cursors with the claims would leave the join order to estimates that a plan made while the
     -- table was small gets wrong).
     o_claimed := '{}';
-    v_whole := cardinality(v_partitions) < i_budget;
+    o_claimed_at := '{}';
+    o_counts := '{}';
+    v_whole := cardinality(v_partitions) < v_total;
     v_i := 1;
     while v_i <= cardinality(v_partitions) loop
         v_partition_id := v_partitions[v_i];
@@ -315,21 +332,25 @@ begin
             v_count := v_count + 1;
             v_i := v_i + 1;
         end loop;
-        o_claimed := o_claimed || v_partition_id;
-        if not i_auto then
-            update regina.cursors c
-            set lease_id = i_lease, lease_active = true, lease_expires_at = v_expires,
-                lease_end_seq = v_last, lease_marks = '{}', last_claim_at = i_now
-            where c.partition_id = v_partition_id and c.consumer_group = v_group;
-            continue;
-        end if;
         -- The claimed partitions are a subsequence of the (locked, hence current) cursors.
         while i_cursors[v_k].partition_id <> v_partition_id loop
             v_k := v_k + 1;
         end loop;
+        o_claimed := o_claimed || v_partition_id;
+        o_claimed_at := o_claimed_at || v_k;
+        o_counts := o_counts || v_count;
+        if not i_auto then
+            update regina.cursors c
+            set lease_id = coalesce(i_leases[v_k], i_lease), lease_active = true,
+                lease_expires_at = v_expires, lease_end_seq = v_last, lease_marks = '{}',
+                last_claim_at = i_now
+            where c.partition_id = v_partition_id and c.consumer_group = v_group;
+            continue;
+        end if;
         v_marks := i_cursors[v_k].marks;
         -- (v_i is past this partition's messages: another partition follows when it is in range.)
-        if (v_whole or v_i <= cardinality(v_partitions)) and cardinality(v_marks) = 0 then
+        if v_count < i_budget and (v_whole or v_i <= cardinality(v_partitions))
+           and cardinality(v_marks) = 0 then
             v_head := v_last + 1;
         else
             v_head := regina._advance(v_partition_id, v_last + 1, v_marks, v_group);
@@ -344,12 +365,16 @@ begin
     end loop;
     -- The claimed partitions are a subsequence of the cursors: the rest did not deliver.
     o_empty := '{}';
+    o_empty_at := '{}';
     v_i := 1;
+    v_k := 0;
     foreach v_c in array i_cursors loop
+        v_k := v_k + 1;
         if v_i <= cardinality(o_claimed) and o_claimed[v_i] = v_c.partition_id then
             v_i := v_i + 1;
         else
             o_empty := o_empty || v_c.partition_id;
+            o_empty_at := o_empty_at || v_k;
         end if;
     end loop;
     -- Every cursor was read (the budget was not reached), and those that found nothing and
@@ -365,8 +390,10 @@ begin
                            and (select p.next_seq from regina.partitions p
                                 where p.id = c.partition_id) <= c.next_seq);
         if cardinality(v_ended) > 0 then
-            o_empty := array(select e.id from unnest(o_empty) with ordinality e(id, ord)
-                             where e.id <> all (v_ended) order by e.ord);
+            o_empty_at := array(select e.at from unnest(o_empty, o_empty_at) e(id, at)
+                                where e.id <> all (v_ended) order by e.at);
+            o_empty := array(select i_cursors[e.at].partition_id from unnest(o_empty_at) e(at)
+                             order by e.at);
         end if;
     end if;
     if not i_auto and cardinality(o_claimed) > 0 then
@@ -379,16 +406,21 @@ begin
         return;
     end if;
     -- The ready rows as _ready_sync leaves them: claimable now (at the back of the line), or
-    -- deleted when the head reached the partition's end, under the partition's share lock.
+    -- deleted when the head reached the partition's end, under the partition's share lock. Keyed
+    -- lookups only: a join of cursors and partitions is left to estimates, and a plan made while
+    -- the tables were small reads every partition.
     with drained as (
-        select p.id from regina.cursors c
-        join regina.partitions p on p.id = c.partition_id
-        where c.partition_id = any (v_settled) and c.consumer_group = v_group
-          and p.next_seq <= c.next_seq
-        for share of p skip locked),
+        select p.id from unnest(v_settled) k(id)
+        cross join lateral (select pp.id from regina.partitions pp
+                            where pp.id = k.id
+                              and pp.next_seq <= (select c.next_seq from regina.cursors c
+                                                  where c.partition_id = k.id
+                                                    and c.consumer_group = v_group)
+                            for share skip locked) p),
     deleted as (
-        delete from regina.ready r using drained d
-        where r.partition_id = d.id and r.consumer_group = v_group
+        delete from regina.ready r
+        where r.partition_id = any (array(select d.id from drained d))
+          and r.consumer_group = v_group
         returning r.partition_id)
     update regina.ready r set eligible_at = i_now
     where r.partition_id = any (v_settled) and r.consumer_group = v_group
@@ -474,17 +506,26 @@ $$;
 -- the earlier request read is left to the next call, so a request that starts there never
 -- reports o_settled. o_after_at, o_after_id: where this request stopped in the same sense (the
 -- start when it handled no round whole).
+-- i_leases, for a run of requests of one partition each (_pop_run): one slot per element, each
+-- claiming one partition with up to i_budget messages of its own under its own lease (null:
+-- autoAck), i_lease unused. The slots are handed out in order, each round's cursors taking the
+-- free ones in claim order. o_slots: the slot of each claimed partition (null without
+-- i_leases). o_counts, always: how many messages each claimed partition delivered.
 select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
                              'boolean, uuid, timestamptz, timestamptz)', 'i_busy');
 select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
                              'boolean, uuid, timestamptz, timestamptz, bigint[])', 'i_after_at');
+select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
+                             'boolean, uuid, timestamptz, timestamptz, bigint[], timestamptz, '
+                             'bigint)', 'i_leases');
 create or replace function regina._pop_claim_many(i_q regina.queues, i_group text,
                                                   i_budget integer, i_slots integer,
                                                   i_auto boolean, i_lease uuid,
                                                   i_start_at timestamptz, i_now timestamptz,
                                                   i_busy bigint[], i_after_at timestamptz,
-                                                  i_after_id bigint,
+                                                  i_after_id bigint, i_leases uuid[],
                                                   out o_messages json[], out o_claimed bigint[],
+                                                  out o_slots integer[], out o_counts integer[],
                                                   out o_event json, out o_wake timestamptz,
                                                   out o_settled boolean, out o_due boolean,
                                                   out o_busy bigint[], out o_after_at timestamptz,
@@ -513,16 +554,31 @@ declare
     v_dead_lettered integer := 0;
     v_limit integer;
     v_all_gone boolean := i_after_at is null;
+    -- One slot per element of i_leases, each with a budget of its own (see above).
+    v_per_slot boolean := i_leases is not null;
+    v_free integer[];
+    v_taken boolean[];
+    v_plain_slots integer[];
+    v_rest_slots integer[];
+    v_j integer;
+    v_slot integer;
 begin
     o_messages := '{}';
     o_claimed := '{}';
+    o_counts := '{}';
+    if v_per_slot then
+        o_slots := '{}';
+        v_free := array(select generate_series(1, cardinality(i_leases)));
+        i_slots := cardinality(i_leases);
+    end if;
     o_settled := false;
     o_busy := i_busy;
     o_after_at := i_after_at;
     o_after_id := i_after_id;
     o_due := cardinality(i_busy) > 0;
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
-        v_limit := least(i_slots - cardinality(o_claimed), i_budget);
+        v_limit := case when v_per_slot then i_slots - cardinality(o_claimed)
+                        else least(i_slots - cardinality(o_claimed), i_budget) end;
         select * into v_candidates, v_eligible_ats
         from regina._ready_candidates(i_q.id, i_group, i_now, v_after_at, v_after_id, i_busy,
                                       v_limit);
@@ -557,49 +613,90 @@ begin
             v_all_gone := v_all_gone and not o_due;
         end if;
 
+        -- The locked cursors take the free slots in claim order (one per slot: there are no
+        -- more cursors than free slots).
         v_rest := '{}';
+        v_rest_slots := '{}';
         v_plain_cursors := '{}';
+        v_plain_slots := '{}';
+        v_j := 0;
         foreach v_c in array v_cursors loop
+            v_j := v_j + 1;
+            v_slot := v_free[v_j];
             if v_plain and not v_c.lease_active and not coalesce(v_c.retry_after > i_now, false) then
                 v_plain_cursors := v_plain_cursors || v_c;
+                v_plain_slots := v_plain_slots || v_slot;
             else
                 v_rest := v_rest || v_c.partition_id;
+                v_rest_slots := v_rest_slots || v_slot;
             end if;
         end loop;
         if cardinality(v_plain_cursors) > 0 then
-            v_set := regina._pop_claim_set(i_q, v_plain_cursors, i_budget, i_auto, i_lease, i_now);
-                o_messages := o_messages || v_set.o_messages;
-                o_claimed := o_claimed || v_set.o_claimed;
+            v_set := regina._pop_claim_set(i_q, v_plain_cursors, i_budget, i_auto, i_lease, i_now,
+                                           case when v_per_slot then array(
+                                               select i_leases[k.slot]
+                                               from unnest(v_plain_slots) with ordinality k(slot, ord)
+                                               order by k.ord) end);
+            o_messages := o_messages || v_set.o_messages;
+            o_claimed := o_claimed || v_set.o_claimed;
+            o_counts := o_counts || v_set.o_counts;
+            if v_per_slot then
+                o_slots := o_slots || array(select v_plain_slots[k.at]
+                                            from unnest(v_set.o_claimed_at) with ordinality k(at, ord)
+                                            order by k.ord);
+                v_rest_slots := v_rest_slots || array(
+                    select v_plain_slots[k.at]
+                    from unnest(v_set.o_empty_at) with ordinality k(at, ord) order by k.ord);
+            else
                 i_budget := i_budget - cardinality(v_set.o_messages);
-                v_first_ages := v_first_ages || v_set.o_first_ages_ms;
-                v_rest := v_rest || v_set.o_empty;
-                o_due := o_due or v_set.o_left > 0;
-                v_all_gone := v_all_gone and v_set.o_left = 0;
+            end if;
+            v_first_ages := v_first_ages || v_set.o_first_ages_ms;
+            v_rest := v_rest || v_set.o_empty;
+            o_due := o_due or v_set.o_left > 0;
+            v_all_gone := v_all_gone and v_set.o_left = 0;
         end if;
         v_all_gone := v_all_gone and cardinality(v_rest) = 0;
 
         v_cut := false;
+        v_j := 0;
         foreach v_partition_id in array v_rest loop
+            v_j := v_j + 1;
             if i_budget <= 0 or cardinality(o_claimed) >= i_slots then
                 v_cut := true;   -- this one and the rest of the round stay as they were
                 exit;
             end if;
             select * into v_p from regina.partitions p where p.id = v_partition_id;
             continue when not found;
-            v_one := regina._pop_claim(i_q, v_p, i_group, i_budget, i_auto, i_lease, i_start_at,
-                                       i_now);
+            v_slot := v_rest_slots[v_j];
+            v_one := regina._pop_claim(i_q, v_p, i_group, i_budget, i_auto,
+                                       case when v_per_slot then i_leases[v_slot] else i_lease end,
+                                       i_start_at, i_now);
             v_expired := v_expired + v_one.o_expired;
             v_leases_expired := v_leases_expired + v_one.o_lease_expired::integer;
             v_dead_lettered := v_dead_lettered + v_one.o_dead_lettered::integer;
             if v_one.o_messages is not null then
                 o_messages := o_messages || v_one.o_messages;
                 o_claimed := o_claimed || v_partition_id;
-                i_budget := i_budget - cardinality(v_one.o_messages);
+                o_counts := o_counts || cardinality(v_one.o_messages);
+                if v_per_slot then
+                    o_slots := o_slots || v_slot;
+                else
+                    i_budget := i_budget - cardinality(v_one.o_messages);
+                end if;
                 v_first_ages := v_first_ages || v_one.o_first_ages_ms;
             else
                 o_wake := least(o_wake, v_one.o_wake);
             end if;
         end loop;
+        if v_per_slot then
+            -- The slots this round claimed are taken; the others stay free, in order.
+            v_taken := array_fill(false, array[i_slots]);
+            foreach v_slot in array o_slots loop
+                v_taken[v_slot] := true;
+            end loop;
+            v_free := array(select f.slot from unnest(v_free) with ordinality f(slot, ord)
+                            where not v_taken[f.slot] order by f.ord);
+        end if;
         if not v_cut then
             o_after_at := v_after_at;
             o_after_id := v_after_id;
@@ -712,7 +809,8 @@ begin
             v_many := regina._pop_claim_many(v_q, v_group, v_budget, v_slots - v_claimed, v_auto,
                                              v_lease, v_start, i_now, o_busy,
                                              case when i_req.queue is not null then i_after_at end,
-                                             case when i_req.queue is not null then i_after_id end);
+                                             case when i_req.queue is not null then i_after_id end,
+                                             null);
             o_busy := v_many.o_busy;
             if i_req.queue is not null then
                 o_after_at := v_many.o_after_at;
@@ -806,6 +904,130 @@ begin
 end
 $$;
 
+-- Whether pop requests a and b can be served as one run (_pop_run): both name the same queue and
+-- not a partition, ask for one partition, and agree on everything else the claim depends on
+-- (group, batch, autoAck, subscription, scopes, quiet); with leases, each brings its own.
+create or replace function regina._pop_alike(a regina.pop_request, b regina.pop_request)
+returns boolean
+language sql immutable as $$
+    select a.queue is not null and b.queue = a.queue
+       and nullif(a.partition, '') is null and nullif(b.partition, '') is null
+       and coalesce(a.partitions, 1) = 1 and coalesce(b.partitions, 1) = 1
+       and coalesce(a.batch, 1) >= 1 and coalesce(b.batch, 1) = coalesce(a.batch, 1)
+       and coalesce(nullif(b."consumerGroup", ''), '__QUEUE_MODE__')
+           = coalesce(nullif(a."consumerGroup", ''), '__QUEUE_MODE__')
+       and coalesce(b."autoAck", false) = coalesce(a."autoAck", false)
+       and (coalesce(a."autoAck", false) or (a."leaseId" is not null and b."leaseId" is not null))
+       and b."subscriptionMode" is not distinct from a."subscriptionMode"
+       and b."subscriptionFrom" is not distinct from a."subscriptionFrom"
+       and b.scopes is not distinct from a.scopes
+       and coalesce(b.quiet, false) = coalesce(a.quiet, false)
+$$;
+
+-- A run of consecutive pop requests alike (_pop_alike), served as one claim: the requests are
+-- its slots, in order, each given at most one partition with up to `batch` messages under its
+-- own lease, as the same requests one after the other would be (longest waiting partitions
+-- first) -- but with one read of the ready rows, one lock of the cursors and one read of the
+-- messages for the lot, not one per request. o_results: one per request (_pop_one's o_result).
+-- o_events: the run's, for the metrics (given with its first request). o_quiet: the group's on
+-- the queue after the run's claims, for every request of the run. i_busy, i_after_at,
+-- i_after_id and the matching outputs: as for _pop_one.
+create or replace function regina._pop_run(i_reqs regina.pop_request[], i_now timestamptz,
+                                           i_busy bigint[], i_after_at timestamptz,
+                                           i_after_id bigint,
+                                           out o_results json[], out o_events json,
+                                           out o_quiet text, out o_busy bigint[],
+                                           out o_after_at timestamptz, out o_after_id bigint)
+language plpgsql as $$
+declare
+    v_req regina.pop_request := i_reqs[1];
+    v_group text := coalesce(nullif(v_req."consumerGroup", ''), '__QUEUE_MODE__');
+    v_auto boolean := coalesce(v_req."autoAck", false);
+    -- The slots' leases (all null with autoAck).
+    v_leases uuid[] := array(select case when not v_auto then r."leaseId" end
+                             from unnest(i_reqs) with ordinality r
+                             order by r.ordinality);
+    v_q regina.queues;
+    v_start timestamptz;
+    v_many record;
+    v_next timestamptz;
+    v_wake timestamptz;
+    v_names text[];
+    v_uuids uuid[];
+    v_from integer := 1;
+    v_i integer;
+    v_slot integer;
+begin
+    o_busy := i_busy;
+    o_after_at := i_after_at;
+    o_after_id := i_after_id;
+    select * into v_q from regina.queues q where q.name = v_req.queue;
+    if v_q.id is not null then
+        v_start := regina._subscription_start(v_q.id, v_group, v_req, i_now);
+    end if;
+    if v_q.id is null or v_start = 'infinity' then
+        o_results := array_fill(json_build_object('empty', 'queue_not_found', 'wakeAt', null),
+                                array[cardinality(i_reqs)]);
+        o_quiet := case when v_req.quiet then 'infinity' end;
+        return;
+    end if;
+    v_many := regina._pop_claim_many(v_q, v_group, coalesce(v_req.batch, 1), cardinality(i_reqs),
+                                     v_auto, null, v_start, i_now, i_busy, i_after_at, i_after_id,
+                                     v_leases);
+    o_busy := v_many.o_busy;
+    o_after_at := v_many.o_after_at;
+    o_after_id := v_many.o_after_id;
+    if v_many.o_event is not null then
+        o_events := json_build_array(v_many.o_event);
+    end if;
+    -- As _pop_one tells it, once for the run.
+    if v_req.quiet then
+        if v_many.o_due then
+            o_quiet := null;
+        elsif v_many.o_settled then
+            v_next := regina._ready_next(v_q.id, v_group, i_now);
+            o_quiet := case when v_next is null then 'infinity' else regina._ts_us(v_next) end;
+        else
+            v_next := regina._ready_next(v_q.id, v_group, '-infinity');
+            o_quiet := case when v_next is null then 'infinity'
+                            when v_next > i_now then regina._ts_us(v_next) end;
+        end if;
+    end if;
+    -- The requests given no partition: as _pop_one answers a request that claimed nothing.
+    if cardinality(v_many.o_claimed) < cardinality(i_reqs) then
+        v_wake := v_many.o_wake;
+        if o_quiet is not null then
+            v_wake := least(v_wake, v_next);
+        else
+            v_wake := least(v_wake, regina._ready_next(v_q.id, v_group, i_now));
+        end if;
+    end if;
+    o_results := array_fill(json_build_object(
+                     'empty', 'empty',
+                     'wakeAt', regina._ts_us(case when v_wake > i_now then v_wake end)),
+                 array[cardinality(i_reqs)]);
+    if cardinality(v_many.o_claimed) = 0 then
+        return;
+    end if;
+    select array_agg(p.name order by k.ord), array_agg(p.uuid order by k.ord)
+    into v_names, v_uuids
+    from unnest(v_many.o_claimed) with ordinality k(id, ord)
+    cross join lateral (select pp.name, pp.uuid from regina.partitions pp
+                        where pp.id = k.id) p;
+    -- The messages come grouped by claimed partition, in claim order.
+    for v_i in 1 .. cardinality(v_many.o_claimed) loop
+        v_slot := v_many.o_slots[v_i];
+        o_results[v_slot] := json_build_object(
+            'success', true, 'queue', v_q.name, 'partition', v_names[v_i],
+            'partitionId', v_uuids[v_i], 'leaseId', coalesce(v_leases[v_slot]::text, ''),
+            'consumerGroup', v_group, 'partitionsClaimed', 1,
+            'messages', array_to_json(
+                v_many.o_messages[v_from : v_from + v_many.o_counts[v_i] - 1]));
+        v_from := v_from + v_many.o_counts[v_i];
+    end loop;
+end
+$$;
+
 -- Pop requests of one fused batch, served in arrival order in one transaction: one row per
 -- request, its result (§3.4 body or `{empty, wakeAt}`), its events and its quiet (see _pop_one).
 select regina._drop_outdated('regina.pop(jsonb, timestamptz)', 'quiet');
@@ -831,6 +1053,10 @@ declare
     -- naming one queue; see _pop_claim_many): the next one starts there.
     v_after_at timestamptz;
     v_after_id bigint;
+    -- A run of requests alike (v_reqs[v_i:v_j]) and its answer.
+    v_i integer := 1;
+    v_j integer;
+    v_run record;
 begin
     -- A claim that is lost in a database crash is a lease that ended early: its messages are
     -- delivered again, which at-least-once allows. So a call that only claims does not wait for
@@ -844,9 +1070,8 @@ begin
     if v_claims_only then
         perform set_config('synchronous_commit', 'off', true);
     end if;
-    idx := -1;
-    foreach v_req in array v_reqs loop
-        idx := idx + 1;
+    while v_i <= cardinality(v_reqs) loop
+        v_req := v_reqs[v_i];
         if v_busy_key is distinct from array[v_req.queue, v_req.namespace, v_req.task,
                                              v_req."consumerGroup"] then
             v_busy_key := array[v_req.queue, v_req.namespace, v_req.task, v_req."consumerGroup"];
@@ -854,15 +1079,36 @@ begin
             v_after_at := null;
             v_after_id := null;
         end if;
-        -- An assignment, not `select … into`: PL/pgSQL evaluates it without the executor.
-        v_one := regina._pop_one(v_req, v_now, v_busy, v_after_at, v_after_id);
-        v_busy := v_one.o_busy;
-        v_after_at := v_one.o_after_at;
-        v_after_id := v_one.o_after_id;
-        result := v_one.o_result;
-        events := v_one.o_events;
-        quiet := v_one.o_quiet;
-        return next;
+        v_j := v_i;
+        while v_j < cardinality(v_reqs) and regina._pop_alike(v_req, v_reqs[v_j + 1]) loop
+            v_j := v_j + 1;
+        end loop;
+        if v_j > v_i then
+            -- Requests alike (the same queue, group and shape, one partition each): one claim.
+            v_run := regina._pop_run(v_reqs[v_i:v_j], v_now, v_busy, v_after_at, v_after_id);
+            v_busy := v_run.o_busy;
+            v_after_at := v_run.o_after_at;
+            v_after_id := v_run.o_after_id;
+            for k in v_i .. v_j loop
+                idx := k - 1;
+                result := v_run.o_results[k - v_i + 1];
+                events := case when k = v_i then v_run.o_events end;
+                quiet := v_run.o_quiet;
+                return next;
+            end loop;
+        else
+            -- An assignment, not `select … into`: PL/pgSQL evaluates it without the executor.
+            v_one := regina._pop_one(v_req, v_now, v_busy, v_after_at, v_after_id);
+            v_busy := v_one.o_busy;
+            v_after_at := v_one.o_after_at;
+            v_after_id := v_one.o_after_id;
+            idx := v_i - 1;
+            result := v_one.o_result;
+            events := v_one.o_events;
+            quiet := v_one.o_quiet;
+            return next;
+        end if;
+        v_i := v_j + 1;
     end loop;
 end
 $$;

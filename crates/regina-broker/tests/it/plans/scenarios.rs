@@ -185,6 +185,21 @@ pub const DELIVERY: &[&Scenario] = &[
         input: identity,
         own_database: false,
         stale_statistics: false,
+        name: "pop call of n lease requests of one partition each over n partitions",
+        setup: |queue, n| spread_backlog(queue, n, "{}"),
+        // The requests are alike: one claim serves them all, each slot under its own lease.
+        call: |queue, n| {
+            format!(
+                "select count(*) from regina.pop((select jsonb_agg(jsonb_build_object(
+                     'queue', '{queue}', 'consumerGroup', 'g', 'batch', 1, 'partitions', 1,
+                     'leaseId', gen_random_uuid())) from generate_series(1, {n})))"
+            )
+        },
+    },
+    &Scenario {
+        input: identity,
+        own_database: false,
+        stale_statistics: false,
         name: "pop of n messages from one partition",
         setup: |queue, n| {
             format!(
@@ -461,6 +476,14 @@ pub const SINGLES: &[&Scenario] = &[
         name: "lease pop of one message among 2n partitions made due after the statistics",
         setup: |queue, n| ready_rows_after_the_statistics(queue, n),
         call: |queue, n| pop_call(queue, n, 1, 1, false),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
+        name: "autoAck pop of one message among 2n partitions made due after the statistics",
+        setup: |queue, n| ready_rows_after_the_statistics(queue, n),
+        call: |queue, n| pop_call(queue, n, 1, 1, true),
     },
     &Scenario {
         input: |_| 1,
