@@ -174,13 +174,16 @@ begin
     if not found then
         return null;
     end if;
-    -- The batch path's locks, in its order; a partition deleted meanwhile takes that path.
-    if regina._push_lock(array[v_partition_id]) = 0 then
+    -- The batch path's locks, in its order (_push_lock: the table, then the row), and the
+    -- partition's next offset as the row lock holds it: no other push can take it meanwhile. A
+    -- partition deleted meanwhile takes the batch path.
+    lock table regina.partitions in row exclusive mode;
+    select p.next_seq, greatest(i_now, p.last_created_at) into v_seq, v_created
+    from regina.partitions p where p.id = v_partition_id
+    for no key update;
+    if not found then
         return null;
     end if;
-    -- The partition's next offset, as the lock holds it: no other push can take it meanwhile.
-    select p.next_seq, greatest(i_now, p.last_created_at) into v_seq, v_created
-    from regina.partitions p where p.id = v_partition_id;
     -- Deduplication by the unique key itself (`on conflict`), not by a lookup first: the key is
     -- checked in the index whatever plan a lookup would get (a generic plan made from statistics
     -- of a nearly empty table reads the partition whole through the primary key instead). A

@@ -559,6 +559,7 @@ declare
     v_free integer[];
     v_taken boolean[];
     v_plain_slots integer[];
+    v_plain_leases uuid[];
     v_rest_slots integer[];
     v_j integer;
     v_slot integer;
@@ -619,24 +620,26 @@ begin
         v_rest_slots := '{}';
         v_plain_cursors := '{}';
         v_plain_slots := '{}';
+        v_plain_leases := case when v_per_slot then '{}'::uuid[] end;
         v_j := 0;
         foreach v_c in array v_cursors loop
             v_j := v_j + 1;
             v_slot := v_free[v_j];
             if v_plain and not v_c.lease_active and not coalesce(v_c.retry_after > i_now, false) then
                 v_plain_cursors := v_plain_cursors || v_c;
-                v_plain_slots := v_plain_slots || v_slot;
+                if v_per_slot then
+                    v_plain_slots := v_plain_slots || v_slot;
+                    v_plain_leases := v_plain_leases || i_leases[v_slot];
+                end if;
             else
                 v_rest := v_rest || v_c.partition_id;
                 v_rest_slots := v_rest_slots || v_slot;
             end if;
         end loop;
         if cardinality(v_plain_cursors) > 0 then
+            -- (An assignment without a query: PL/pgSQL evaluates it without the executor.)
             v_set := regina._pop_claim_set(i_q, v_plain_cursors, i_budget, i_auto, i_lease, i_now,
-                                           case when v_per_slot then array(
-                                               select i_leases[k.slot]
-                                               from unnest(v_plain_slots) with ordinality k(slot, ord)
-                                               order by k.ord) end);
+                                           v_plain_leases);
             o_messages := o_messages || v_set.o_messages;
             o_claimed := o_claimed || v_set.o_claimed;
             o_counts := o_counts || v_set.o_counts;
