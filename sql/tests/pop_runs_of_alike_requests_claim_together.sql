@@ -141,3 +141,49 @@ begin
     assert answers = array['m0', 'm1', 'm2+m3', 'm4', 'm5', 'queue_not_found', 'queue_not_found'],
         format('each request in its place: %s', answers);
 end $$;
+
+-- A cursor that needs more than a read (here an expired lease to account) is claimed on its own
+-- inside the run, still for the request whose slot it took and under that request's lease.
+do $$
+declare
+    t0 timestamptz := '2026-03-01T00:00:00Z';
+    leases uuid[] := array[gen_random_uuid(), gen_random_uuid()];
+    first_lease uuid := gen_random_uuid();
+    results json[];
+    all_events json;
+begin
+    perform regina.configure('{"queue":"rx","options":{"leaseTime":10}}');
+    perform regina.pop(jsonb_build_array(jsonb_build_object(
+                'queue', 'rx', 'consumerGroup', 'g', 'leaseId', gen_random_uuid())),
+            t0 - interval '1 second');
+    for i in 0 .. 1 loop
+        perform regina.push(jsonb_build_array(jsonb_build_object(
+                    'queue', 'rx', 'partition', 'x' || i, 'payload', i,
+                    'transactionId', 'x-' || i, 'messageId', gen_random_uuid())),
+                i_now => t0 + i * interval '1 second');
+    end loop;
+    -- x0 is claimed and its lease left to expire (at t0 + 12 s); x1 waits since t0 + 1 s.
+    perform regina.pop(jsonb_build_array(jsonb_build_object(
+                'queue', 'rx', 'consumerGroup', 'g', 'leaseId', first_lease)),
+            t0 + interval '2 seconds');
+
+    select array_agg(p.result order by p.idx), json_agg(p.events) filter (where p.events is not null)
+    into results, all_events
+    from regina.pop((select jsonb_agg(jsonb_build_object('queue', 'rx', 'consumerGroup', 'g',
+                                                         'leaseId', l) order by o)
+                     from unnest(leases) with ordinality u(l, o)),
+                    t0 + interval '20 seconds') p;
+    assert results[1] ->> 'partition' = 'x1' and (results[1] ->> 'leaseId')::uuid = leases[1],
+        format('the first request: x1, the longest waiting, under its lease: %s', results[1]);
+    assert results[2] ->> 'partition' = 'x0' and (results[2] ->> 'leaseId')::uuid = leases[2]
+           and (results[2] -> 'messages' -> 0 ->> 'leaseId')::uuid = leases[2],
+        format('the second: x0 again, under the second lease: %s', results[2]);
+    assert (results[2] -> 'messages' -> 0 ->> 'retryCount')::int = 1,
+        format('the expired lease counted as an attempt: %s', results[2]);
+    assert (select c.lease_id from regina.cursors c join regina.partitions p on p.id = c.partition_id
+            where p.name = 'x0' and c.consumer_group = 'g') = leases[2],
+        'x0''s cursor leased to the second request';
+    assert (select sum((e ->> 'leasesExpired')::int) from json_array_elements(all_events) ev,
+                   json_array_elements(ev) e) = 1,
+        format('the expiry reported once: %s', all_events);
+end $$;
