@@ -168,6 +168,7 @@ const CATALOGUE: &[&str] = &[
     "pop-ack",
     "mixed",
     "e2e",
+    "e2e-ack",
     "app",
     "app-overload",
     "soak",
@@ -282,6 +283,16 @@ impl Plan {
                 pop_partitions: 1,
                 groups: vec![GroupPlan::named("e2e", 10)],
                 ..Plan::base(name, "end-to-end latency: 1 000 msg/s offered (open loop), 1 message per push, 10 long-polling consumers")
+            },
+            "e2e-ack" => Plan {
+                producers: 20,
+                rate: Some(1_000.0),
+                partitions: 100,
+                pop_batch: 1,
+                pop_partitions: 1,
+                auto_ack: false,
+                groups: vec![GroupPlan::named("e2e", 10)],
+                ..Plan::base(name, "end-to-end latency as Queen's clients consume by default: 1 000 msg/s offered (open loop), 1 message per push, 10 long-polling consumers each taking 1 message under a lease and acknowledging it")
             },
             "app" | "app-overload" => Plan::app(name == "app-overload"),
             "soak" => Plan {
