@@ -69,7 +69,8 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Starts (or reuses) the cluster and applies `pg_conf`, restarting when a setting needs it.
+    /// Starts (or reuses) the cluster and applies `pg_conf` (and nothing else set with `alter
+    /// system`), restarting when a setting needs it.
     ///
     /// # Errors
     /// PostgreSQL cannot be started or configured.
@@ -88,6 +89,12 @@ impl Cluster {
         if let Some(conf) = pg_conf {
             let settings = read_conf(conf)?;
             let admin = connect(&cluster.db.database_url("postgres")).await?;
+            // Exactly these settings: one set by hand earlier (`alter system`, e.g. a profiling
+            // run's `track_functions`) would otherwise stay, and change what every later run costs.
+            admin
+                .batch_execute("alter system reset all")
+                .await
+                .context("alter system reset all")?;
             for (key, value) in &settings {
                 admin
                     .batch_execute(&format!(
