@@ -477,6 +477,33 @@ begin
 end
 $$;
 
+-- The quiet answer of a pop request over a queue (§4.9; o_quiet of _pop_one), from what its claim
+-- (_pop_claim_many) learned: i_due, a ready row of the group is known to be claimable now;
+-- i_settled, every row claimable now was claimed and none is any more. o_quiet: null when work
+-- is due now, else the instant of the group's earliest ready row (`_ts_us`) or 'infinity' when
+-- it has none. o_next: that earliest row's time when it was read (null otherwise).
+create or replace function regina._pop_quiet(i_queue_id bigint, i_group text, i_now timestamptz,
+                                             i_due boolean, i_settled boolean,
+                                             out o_quiet text, out o_next timestamptz)
+language plpgsql as $$
+begin
+    if i_due then
+        -- Known to have work due now: not quiet, without a lookup (which would start at the index
+        -- entries that claims deleted or moved lately).
+        return;
+    elsif i_settled then
+        -- Nothing is claimable now: only the rows after i_now are read, which skips the index
+        -- entries of the rows that claims deleted or moved lately.
+        o_next := regina._ready_next(i_queue_id, i_group, i_now);
+        o_quiet := case when o_next is null then 'infinity' else regina._ts_us(o_next) end;
+    else
+        o_next := regina._ready_next(i_queue_id, i_group, '-infinity');
+        o_quiet := case when o_next is null then 'infinity'
+                        when o_next > i_now then regina._ts_us(o_next) end;
+    end if;
+end
+$$;
+
 -- Claims up to i_slots partitions of a queue for a group, i_budget messages in all, from its ready
 -- rows that are claimable now, longest waiting first (starvation-free: a claimed partition that
 -- still has work goes to the back). Candidates come in rounds of the slots still free, their
@@ -866,19 +893,9 @@ begin
     if i_req.queue is not null and v_single is null and i_req.quiet then
         if v_gone > 0 then
             o_quiet := 'infinity';
-        elsif v_many.o_due then
-            -- Known to have work due now: not quiet, without a lookup (which would start at the
-            -- index entries that claims deleted or moved lately).
-            o_quiet := null;
-        elsif v_many.o_settled then
-            -- Nothing is claimable now: only the rows after i_now are read, which skips the
-            -- index entries of the rows that claims deleted or moved lately.
-            v_next := regina._ready_next(v_q.id, v_group, i_now);
-            o_quiet := case when v_next is null then 'infinity' else regina._ts_us(v_next) end;
         else
-            v_next := regina._ready_next(v_q.id, v_group, '-infinity');
-            o_quiet := case when v_next is null then 'infinity'
-                            when v_next > i_now then regina._ts_us(v_next) end;
+            select * into o_quiet, v_next
+            from regina._pop_quiet(v_q.id, v_group, i_now, v_many.o_due, v_many.o_settled);
         end if;
     end if;
     if v_claimed = 0 then
@@ -983,18 +1000,10 @@ begin
     if v_many.o_event is not null then
         o_events := json_build_array(v_many.o_event);
     end if;
-    -- As _pop_one tells it, once for the run.
+    -- Once for the run.
     if v_req.quiet then
-        if v_many.o_due then
-            o_quiet := null;
-        elsif v_many.o_settled then
-            v_next := regina._ready_next(v_q.id, v_group, i_now);
-            o_quiet := case when v_next is null then 'infinity' else regina._ts_us(v_next) end;
-        else
-            v_next := regina._ready_next(v_q.id, v_group, '-infinity');
-            o_quiet := case when v_next is null then 'infinity'
-                            when v_next > i_now then regina._ts_us(v_next) end;
-        end if;
+        select * into o_quiet, v_next
+        from regina._pop_quiet(v_q.id, v_group, i_now, v_many.o_due, v_many.o_settled);
     end if;
     -- The requests given no partition: as _pop_one answers a request that claimed nothing.
     if cardinality(v_many.o_claimed) < cardinality(i_reqs) then
