@@ -81,6 +81,73 @@ language sql stable as $$
     order by i.ordinality
 $$;
 
+-- _ack_items of a call of one item (the item alone, not in an array): the same resolution by a
+-- few keyed statements, each run only when the one before leaves the answer open. A one-item call
+-- is what a consumer taking a message at a time sends; the set statement above costs more to set
+-- up than such an item costs to resolve.
+create or replace function regina._ack_item_one(i_ack jsonb)
+returns regina.ack_item
+language plpgsql stable as $$
+declare
+    v_req regina.ack_request := jsonb_populate_record(null::regina.ack_request, i_ack);
+    v_explicit text := nullif(v_req."consumerGroup", '');
+    v_lease uuid := regina._uuid_or_null(v_req."leaseId");
+    v_partition uuid := regina._uuid_or_null(v_req."partitionId");
+    v_of_lease text;
+    v_from bigint;
+    v_to bigint;
+    v_item regina.ack_item;
+begin
+    v_item.idx := 0;
+    v_item.transaction_id := v_req."transactionId";
+    v_item.status := case coalesce(nullif(v_req.status, ''), 'completed')
+                         when 'success' then 'completed'
+                         else coalesce(nullif(v_req.status, ''), 'completed') end;
+    v_item.lease_text := nullif(v_req."leaseId", '');
+    v_item.lease_id := v_lease;
+    v_item.error := left(nullif(v_req.error, ''), 4096);
+    v_item.group_mismatch := false;
+    if v_partition is not null then
+        select p.id, p.name, q.id, q.name
+        into v_item.partition_id, v_item.partition_name, v_item.queue_id, v_item.queue_name
+        from regina.partitions p join regina.queues q on q.id = p.queue_id
+        where p.uuid = v_partition;
+    end if;
+    if v_item.partition_id is not null and v_lease is not null then
+        select c.consumer_group, c.next_seq, c.lease_end_seq into v_of_lease, v_from, v_to
+        from regina.cursors c
+        where c.partition_id = v_item.partition_id
+          and (c.lease_id = v_lease or c.last_lease_id = v_lease)
+        order by c.lease_active desc
+        limit 1;
+    end if;
+    v_item.consumer_group := coalesce(v_explicit, v_of_lease, '__QUEUE_MODE__');
+    if v_item.partition_id is null then
+        return v_item;
+    end if;
+    select r.seq into v_item.seq from regina.messages r
+    where r.partition_id = v_item.partition_id and r.for_group = v_item.consumer_group
+      and r.transaction_id = v_item.transaction_id
+    order by r.seq desc
+    limit 1;
+    if v_item.seq is null and v_of_lease = v_item.consumer_group then
+        select m.seq into v_item.seq from regina.messages m
+        where m.partition_id = v_item.partition_id and m.transaction_id = v_item.transaction_id
+          and m.for_group is null and m.seq >= v_from and m.seq <= v_to;
+    end if;
+    if v_item.seq is null then
+        v_item.seq := (regina._stored_key(v_item.partition_id, v_item.transaction_id)).o_seq;
+    end if;
+    if v_explicit is not null and v_of_lease is not null and v_explicit <> v_of_lease then
+        v_item.group_mismatch := not exists (
+            select 1 from regina.cursors c
+            where c.partition_id = v_item.partition_id and c.consumer_group = v_explicit
+              and (c.lease_id = v_lease or c.last_lease_id = v_lease));
+    end if;
+    return v_item;
+end
+$$;
+
 -- The wire result of one ack item.
 create or replace function regina._ack_result(i_item regina.ack_item, i_code text, i_released boolean,
                                               i_dlq boolean)
@@ -169,7 +236,7 @@ returns table (idx integer, result jsonb, wake_queue text, wake_group text, queu
 language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
-    v_items regina.ack_item[] := array(select a from regina._ack_items(i_acks) a);
+    v_items regina.ack_item[];
     v_item regina.ack_item;
     v_run record;
     v_c regina.cursors;
@@ -190,6 +257,37 @@ begin
     -- ACK_COMMIT_ASYNC (opt-in): an ack lost in a crash delivers its messages again.
     if i_commit_async then
         perform set_config('synchronous_commit', 'off', true);
+    end if;
+    if jsonb_array_length(i_acks) = 1 then
+        v_item := regina._ack_item_one(i_acks -> 0);
+        -- The item a consumer sends for the message it was leased: settled as the loop below
+        -- would settle a run of it (same lock, same step, same save), without the run's query
+        -- and arrays. Any other outcome (an expired lease to account, a retry, a failure, an
+        -- item outside the lease) takes the loop.
+        if v_item.seq is not null and not v_item.group_mismatch then
+            select * into v_c from regina.cursors c
+            where c.partition_id = v_item.partition_id and c.consumer_group = v_item.consumer_group
+            for update;
+            if found then
+                v_settled := regina._ack_settle_run(v_c, array[v_item], v_now);
+            end if;
+            if v_settled.partition_id is not null then
+                perform regina._cursor_save(v_settled, v_now);
+                idx := 0;
+                result := regina._ack_result(v_item, null, not v_settled.lease_active, false);
+                wake_group := case when not v_settled.lease_active then v_settled.consumer_group end;
+                wake_queue := case when wake_group is not null then v_item.queue_name end;
+                queue_name := v_item.queue_name;
+                acked := 'completed';
+                dead_lettered := 0;
+                leases_expired := 0;
+                return next;
+                return;
+            end if;
+        end if;
+        v_items := array[v_item];
+    else
+        v_items := array(select a from regina._ack_items(i_acks) a);
     end if;
     foreach v_item in array v_items loop
         if v_item.seq is null then
