@@ -477,30 +477,26 @@ begin
 end
 $$;
 
--- The quiet answer of a pop request over a queue (§4.9; o_quiet of _pop_one), from what its claim
--- (_pop_claim_many) learned: i_due, a ready row of the group is known to be claimable now;
--- i_settled, every row claimable now was claimed and none is any more. o_quiet: null when work
--- is due now, else the instant of the group's earliest ready row (`_ts_us`) or 'infinity' when
--- it has none. o_next: that earliest row's time when it was read (null otherwise).
-create or replace function regina._pop_quiet(i_queue_id bigint, i_group text, i_now timestamptz,
-                                             i_due boolean, i_settled boolean,
-                                             out o_quiet text, out o_next timestamptz)
+-- The instant a pop request over a queue tells as quiet (§4.9; o_quiet of _pop_one), from what
+-- its claim (_pop_claim_many) learned: null when work is known to be due now (i_due: no lookup,
+-- which would start at the index entries that claims deleted or moved lately), else the time of
+-- the group's earliest ready row there, 'infinity' when it has none. With i_settled (every row
+-- claimable now was claimed, and none is any more) only the rows after i_now are read, which
+-- skips those index entries; otherwise the earliest row may be due already (then the request is
+-- not quiet). A scalar: a call of it is a plain expression for the caller.
+drop function if exists regina._pop_quiet(bigint, text, timestamptz, boolean, boolean);
+create or replace function regina._pop_quiet_at(i_queue_id bigint, i_group text,
+                                                i_now timestamptz, i_due boolean,
+                                                i_settled boolean)
+returns timestamptz
 language plpgsql as $$
 begin
     if i_due then
-        -- Known to have work due now: not quiet, without a lookup (which would start at the index
-        -- entries that claims deleted or moved lately).
-        return;
-    elsif i_settled then
-        -- Nothing is claimable now: only the rows after i_now are read, which skips the index
-        -- entries of the rows that claims deleted or moved lately.
-        o_next := regina._ready_next(i_queue_id, i_group, i_now);
-        o_quiet := case when o_next is null then 'infinity' else regina._ts_us(o_next) end;
-    else
-        o_next := regina._ready_next(i_queue_id, i_group, '-infinity');
-        o_quiet := case when o_next is null then 'infinity'
-                        when o_next > i_now then regina._ts_us(o_next) end;
+        return null;
     end if;
+    return coalesce(regina._ready_next(i_queue_id, i_group,
+                                       case when i_settled then i_now else '-infinity' end),
+                    'infinity');
 end
 $$;
 
@@ -894,8 +890,11 @@ begin
         if v_gone > 0 then
             o_quiet := 'infinity';
         else
-            select * into o_quiet, v_next
-            from regina._pop_quiet(v_q.id, v_group, i_now, v_many.o_due, v_many.o_settled);
+            v_next := regina._pop_quiet_at(v_q.id, v_group, i_now, v_many.o_due,
+                                           v_many.o_settled);
+            o_quiet := case when v_next = 'infinity' then 'infinity'
+                            when v_next > i_now then regina._ts_us(v_next) end;
+            v_next := nullif(v_next, 'infinity');
         end if;
     end if;
     if v_claimed = 0 then
@@ -1002,8 +1001,10 @@ begin
     end if;
     -- Once for the run.
     if v_req.quiet then
-        select * into o_quiet, v_next
-        from regina._pop_quiet(v_q.id, v_group, i_now, v_many.o_due, v_many.o_settled);
+        v_next := regina._pop_quiet_at(v_q.id, v_group, i_now, v_many.o_due, v_many.o_settled);
+        o_quiet := case when v_next = 'infinity' then 'infinity'
+                        when v_next > i_now then regina._ts_us(v_next) end;
+        v_next := nullif(v_next, 'infinity');
     end if;
     -- The requests given no partition: as _pop_one answers a request that claimed nothing.
     if cardinality(v_many.o_claimed) < cardinality(i_reqs) then
