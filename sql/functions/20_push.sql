@@ -246,6 +246,7 @@ language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = o
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.push_item[];
+    v_resolved record;
     v_capped bigint[];
     v_partitions bigint[];
     v_refusals smallint[];
@@ -260,7 +261,10 @@ begin
         end if;
     end if;
     for attempt in 1 .. 3 loop
-        select * into v_items, v_capped from regina._push_resolve(i_items, i_payloads, not i_ignore_capacity);
+        -- (An assignment of the call, not `select … into`: evaluated without the executor.)
+        v_resolved := regina._push_resolve(i_items, i_payloads, not i_ignore_capacity);
+        v_items := v_resolved.o_items;
+        v_capped := v_resolved.o_capped;
         v_partitions := array(select distinct x.partition_id from unnest(v_items) x);
         -- Partition cleanup deleted a partition after it was resolved: resolve (re-create) again.
         exit when regina._push_lock(v_partitions) = cardinality(v_partitions);

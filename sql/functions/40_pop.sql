@@ -161,8 +161,9 @@ begin
         o_expired := regina._expired_count(v_before, v_c);
     end if;
 
-    select * into v_read
-    from regina._pop_read(v_c, i_q, i_p, i_budget, coalesce(i_lease::text, ''), i_now);
+    -- (Assignments of calls, here and below, not `select … into`: PL/pgSQL evaluates them
+    -- without setting up the executor.)
+    v_read := regina._pop_read(v_c, i_q, i_p, i_budget, coalesce(i_lease::text, ''), i_now);
     if v_read.o_messages is null then
         select m.created_at + i_q.delayed_processing_seconds * interval '1 second' into o_wake
         from regina.messages m
@@ -240,7 +241,8 @@ $$;
 -- is leased to its own element of i_leases (null: autoAck).
 --
 -- o_claimed: the partitions that delivered, in claim order; o_claimed_at: their places in
--- i_cursors; o_counts: how many messages each delivered. o_empty: the cursors that did not and
+-- i_cursors; o_counts: how many messages each delivered; o_names, o_uuids: their names and
+-- uuids (read with the messages, for the answers). o_empty: the cursors that did not and
 -- whose head is not known to be at the partition's end (the per-partition claim knows what to do
 -- with them), or that the budget left unread; o_empty_at: their places. o_left: how many of the
 -- ready rows it wrote are claimable now (the others were deleted, or wait for the lease's end).
@@ -248,12 +250,15 @@ select regina._drop_outdated('regina._pop_claim_set(regina.queues, regina.cursor
                              'boolean, uuid, timestamptz)', 'o_left');
 select regina._drop_outdated('regina._pop_claim_set(regina.queues, regina.cursors[], integer, '
                              'boolean, uuid, timestamptz)', 'i_leases');
+select regina._drop_outdated('regina._pop_claim_set(regina.queues, regina.cursors[], integer, '
+                             'boolean, uuid, timestamptz, uuid[])', 'o_names');
 create or replace function regina._pop_claim_set(i_q regina.queues, i_cursors regina.cursors[],
                                                  i_budget integer, i_auto boolean, i_lease uuid,
                                                  i_now timestamptz, i_leases uuid[],
                                                  out o_messages json[], out o_claimed bigint[],
                                                  out o_claimed_at integer[],
                                                  out o_counts integer[],
+                                                 out o_names text[], out o_uuids uuid[],
                                                  out o_empty bigint[], out o_empty_at integer[],
                                                  out o_first_ages_ms double precision[],
                                                  out o_left integer)
@@ -266,6 +271,8 @@ declare
                             else i_budget * cardinality(i_cursors) end;
     v_partitions bigint[];
     v_seqs bigint[];
+    v_names text[];
+    v_uuids uuid[];
     v_partition_id bigint;
     v_last bigint;
     v_count integer;
@@ -276,6 +283,7 @@ declare
     v_c regina.cursors;
     v_ended bigint[];
     v_settled bigint[];
+    v_drained bigint[];
     -- Fewer messages than v_total: every cursor was read, and each claimed partition to its end
     -- (as this read saw it) unless it gave its own limit (i_budget), so a head without marks
     -- moves just past the last message read. With v_total reached, so was every partition but
@@ -287,9 +295,10 @@ begin
     select coalesce(array_agg(x.message order by x.ord, x.seq), '{}'),
            coalesce(array_agg(x.partition_id order by x.ord, x.seq), '{}'),
            coalesce(array_agg(x.seq order by x.ord, x.seq), '{}'),
-           array_agg(x.first_age_ms order by x.ord, x.seq) filter (where x.first_age_ms is not null)
-    into o_messages, v_partitions, v_seqs, o_first_ages_ms
-    from (select c.ordinality as ord, c.partition_id, m.seq,
+           array_agg(x.first_age_ms order by x.ord, x.seq) filter (where x.first_age_ms is not null),
+           array_agg(x.name order by x.ord, x.seq), array_agg(x.uuid order by x.ord, x.seq)
+    into o_messages, v_partitions, v_seqs, o_first_ages_ms, v_names, v_uuids
+    from (select c.ordinality as ord, c.partition_id, m.seq, p.name, p.uuid,
                  case when m.for_group is null and m.seq > coalesce(c.lease_end_seq, -1)
                       then greatest(date_part('epoch', i_now - m.created_at) * 1000, 0)
                  end as first_age_ms,
@@ -322,10 +331,14 @@ begin
     o_claimed := '{}';
     o_claimed_at := '{}';
     o_counts := '{}';
+    o_names := '{}';
+    o_uuids := '{}';
     v_whole := cardinality(v_partitions) < v_total;
     v_i := 1;
     while v_i <= cardinality(v_partitions) loop
         v_partition_id := v_partitions[v_i];
+        o_names := o_names || v_names[v_i];
+        o_uuids := o_uuids || v_uuids[v_i];
         v_count := 0;
         while v_i <= cardinality(v_partitions) and v_partitions[v_i] = v_partition_id loop
             v_last := v_seqs[v_i];
@@ -409,23 +422,27 @@ begin
     -- deleted when the head reached the partition's end, under the partition's share lock. Keyed
     -- lookups only: a join of cursors and partitions is left to estimates, and a plan made while
     -- the tables were small reads every partition.
-    with drained as (
+    -- Three plain statements rather than one with data-modifying CTEs: each is set up for
+    -- every call, and the last two are needed only when some partitions are drained and some
+    -- are not (a single-message consumer's claims drain theirs).
+    v_drained := array(
         select p.id from unnest(v_settled) k(id)
         cross join lateral (select pp.id from regina.partitions pp
                             where pp.id = k.id
                               and pp.next_seq <= (select c.next_seq from regina.cursors c
                                                   where c.partition_id = k.id
                                                     and c.consumer_group = v_group)
-                            for share skip locked) p),
-    deleted as (
+                            for share skip locked) p);
+    if cardinality(v_drained) > 0 then
         delete from regina.ready r
-        where r.partition_id = any (array(select d.id from drained d))
-          and r.consumer_group = v_group
-        returning r.partition_id)
-    update regina.ready r set eligible_at = i_now
-    where r.partition_id = any (v_settled) and r.consumer_group = v_group
-      and r.partition_id not in (select d.partition_id from deleted d);
-    get diagnostics o_left = row_count;
+        where r.partition_id = any (v_drained) and r.consumer_group = v_group;
+    end if;
+    if cardinality(v_drained) < cardinality(v_settled) then
+        update regina.ready r set eligible_at = i_now
+        where r.partition_id = any (v_settled) and r.consumer_group = v_group
+          and r.partition_id <> all (v_drained);
+        get diagnostics o_left = row_count;
+    end if;
 end
 $$;
 
@@ -541,6 +558,9 @@ select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, intege
 select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
                              'boolean, uuid, timestamptz, timestamptz, bigint[], timestamptz, '
                              'bigint)', 'i_leases');
+select regina._drop_outdated('regina._pop_claim_many(regina.queues, text, integer, integer, '
+                             'boolean, uuid, timestamptz, timestamptz, bigint[], timestamptz, '
+                             'bigint, uuid[])', 'o_names');
 create or replace function regina._pop_claim_many(i_q regina.queues, i_group text,
                                                   i_budget integer, i_slots integer,
                                                   i_auto boolean, i_lease uuid,
@@ -549,6 +569,7 @@ create or replace function regina._pop_claim_many(i_q regina.queues, i_group tex
                                                   i_after_id bigint, i_leases uuid[],
                                                   out o_messages json[], out o_claimed bigint[],
                                                   out o_slots integer[], out o_counts integer[],
+                                                  out o_names text[], out o_uuids uuid[],
                                                   out o_event json, out o_wake timestamptz,
                                                   out o_settled boolean, out o_due boolean,
                                                   out o_busy bigint[], out o_after_at timestamptz,
@@ -569,6 +590,7 @@ declare
     v_rest bigint[];
     v_set record;
     v_one record;
+    v_read record;
     v_partition_id bigint;
     v_p regina.partitions;
     v_first_ages double precision[] := '{}';
@@ -590,6 +612,8 @@ begin
     o_messages := '{}';
     o_claimed := '{}';
     o_counts := '{}';
+    o_names := '{}';
+    o_uuids := '{}';
     if v_per_slot then
         o_slots := '{}';
         v_free := array(select generate_series(1, cardinality(i_leases)));
@@ -603,9 +627,10 @@ begin
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
         v_limit := case when v_per_slot then i_slots - cardinality(o_claimed)
                         else least(i_slots - cardinality(o_claimed), i_budget) end;
-        select * into v_candidates, v_eligible_ats
-        from regina._ready_candidates(i_q.id, i_group, i_now, v_after_at, v_after_id, i_busy,
-                                      v_limit);
+        v_read := regina._ready_candidates(i_q.id, i_group, i_now, v_after_at, v_after_id,
+                                           i_busy, v_limit);
+        v_candidates := v_read.o_partition_ids;
+        v_eligible_ats := v_read.o_eligible_ats;
         if cardinality(v_candidates) = 0 then
             o_settled := v_all_gone;
             exit;
@@ -666,6 +691,8 @@ begin
             o_messages := o_messages || v_set.o_messages;
             o_claimed := o_claimed || v_set.o_claimed;
             o_counts := o_counts || v_set.o_counts;
+            o_names := o_names || v_set.o_names;
+            o_uuids := o_uuids || v_set.o_uuids;
             if v_per_slot then
                 o_slots := o_slots || array(select v_plain_slots[k.at]
                                             from unnest(v_set.o_claimed_at) with ordinality k(at, ord)
@@ -704,6 +731,8 @@ begin
                 o_messages := o_messages || v_one.o_messages;
                 o_claimed := o_claimed || v_partition_id;
                 o_counts := o_counts || cardinality(v_one.o_messages);
+                o_names := o_names || v_p.name;
+                o_uuids := o_uuids || v_p.uuid;
                 if v_per_slot then
                     o_slots := o_slots || v_slot;
                 else
@@ -848,8 +877,8 @@ begin
             v_wake := least(v_wake, v_many.o_wake);
             if cardinality(v_many.o_claimed) > 0 then
                 if v_claimed = 0 then
-                    select * into v_first from regina.partitions p
-                    where p.id = v_many.o_claimed[1];
+                    v_first.name := v_many.o_names[1];
+                    v_first.uuid := v_many.o_uuids[1];
                     v_first_queue := v_q.name;
                 end if;
                 v_messages := v_messages || v_many.o_messages;
@@ -971,8 +1000,6 @@ declare
     v_many record;
     v_next timestamptz;
     v_wake timestamptz;
-    v_names text[];
-    v_uuids uuid[];
     v_from integer := 1;
     v_i integer;
     v_slot integer;
@@ -1022,17 +1049,12 @@ begin
     if cardinality(v_many.o_claimed) = 0 then
         return;
     end if;
-    select array_agg(p.name order by k.ord), array_agg(p.uuid order by k.ord)
-    into v_names, v_uuids
-    from unnest(v_many.o_claimed) with ordinality k(id, ord)
-    cross join lateral (select pp.name, pp.uuid from regina.partitions pp
-                        where pp.id = k.id) p;
     -- The messages come grouped by claimed partition, in claim order.
     for v_i in 1 .. cardinality(v_many.o_claimed) loop
         v_slot := v_many.o_slots[v_i];
         o_results[v_slot] := json_build_object(
-            'success', true, 'queue', v_q.name, 'partition', v_names[v_i],
-            'partitionId', v_uuids[v_i], 'leaseId', coalesce(v_leases[v_slot]::text, ''),
+            'success', true, 'queue', v_q.name, 'partition', v_many.o_names[v_i],
+            'partitionId', v_many.o_uuids[v_i], 'leaseId', coalesce(v_leases[v_slot]::text, ''),
             'consumerGroup', v_group, 'partitionsClaimed', 1,
             'messages', array_to_json(
                 v_many.o_messages[v_from : v_from + v_many.o_counts[v_i] - 1]));

@@ -345,7 +345,7 @@ begin
             foreach v_item in array v_run.items loop
                 v_active := v_c.lease_active;
                 v_head := v_c.next_seq;
-                select * into v_applied from regina._ack_apply(v_c, v_item, v_q, v_now);
+                v_applied := regina._ack_apply(v_c, v_item, v_q, v_now);
                 v_c := v_applied.io_c;
                 v_codes[v_item.idx + 1] := v_applied.o_code;
                 v_released[v_item.idx + 1] := v_applied.o_released;
