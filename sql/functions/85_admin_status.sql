@@ -82,10 +82,13 @@ $$;
 -- every group: dead_letter if any group dead-lettered it, else queue mode's status when queue
 -- mode is known, else completed when every known group settled it, processing when it is inside
 -- some lease, otherwise pending), `queueStatus`, `busStatus` and the lease it is inside.
+-- Without sequential scans: its plan lasts the session, and one made from statistics taken
+-- while the messages table was small reads that table whole for each listed message (the
+-- lookup of a group's requeued delivery; `plans::`, "message listing").
 create or replace function regina._message_summary(i_m regina.messages, i_group text,
                                                    i_now timestamptz)
 returns jsonb
-language plpgsql stable as $$
+language plpgsql stable set enable_seqscan = off as $$
 declare
     v jsonb;
 begin

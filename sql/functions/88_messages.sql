@@ -19,12 +19,16 @@ $$;
 -- requeued deliveries) created in [i_from, i_to], of the given partitions or queues (null: any),
 -- each with its partition and queue. A cursor, so the caller reads only as far as its page goes.
 -- One partition is read backwards along its offsets (createdAt never decreases along them);
--- otherwise the createdAt index gives the order.
+-- otherwise the createdAt index gives the order. Without sequential scans: statistics taken
+-- while the tables were small make the planner join each message to its partition by a scan of
+-- the whole partitions table (a page of ten read 16 002 partition rows in a queue of 8 000
+-- messages; `plans::`, "message listing").
 create or replace function regina._messages_open(i_cursor refcursor, i_partition_ids bigint[],
                                                  i_queue_ids bigint[], i_from timestamptz,
                                                  i_to timestamptz)
 returns refcursor
-language plpgsql set plan_cache_mode = force_custom_plan as $$
+language plpgsql set plan_cache_mode = force_custom_plan set enable_seqscan = off
+    set enable_sort = off as $$
 begin
     if cardinality(i_partition_ids) = 1 then
         open i_cursor for

@@ -358,6 +358,29 @@ fn filled_after_the_statistics(queue: &str, n: usize) -> String {
     )
 }
 
+/// As [`filled_after_the_statistics`], but the 2n messages come one per push over two new
+/// partitions (`l0`, `l1`), each at an instant of its own within the last hour, as a live queue
+/// fills: the listings read newest first, and messages that share their instant (one push's
+/// batch) are read as a group to be ordered among themselves, however many there are.
+fn listed_after_the_statistics(queue: &str, n: usize) -> String {
+    format!(
+        "{}; {}; {ANALYZE_FILLED};
+         do $$
+         begin
+             for i in 0 .. 2 * {n} - 1 loop
+                 perform regina.push(jsonb_build_array(jsonb_build_object(
+                             'queue', '{queue}', 'partition', 'l' || (i % 2),
+                             'transactionId', 'listed-' || i, 'messageId', gen_random_uuid(),
+                             'payload', i)),
+                         i_now => clock_timestamp() - interval '30 minutes'
+                                  + i * interval '1 millisecond');
+             end loop;
+         end $$",
+        spread_backlog(queue, 1, "{}"),
+        pop_call(queue, 0, 1, 1, true),
+    )
+}
+
 /// The uuid of partition `p0` of `queue`, as SQL.
 fn p0_uuid(queue: &str) -> String {
     format!(
@@ -957,6 +980,47 @@ pub const ADMIN: &[&Scenario] = &[
                          'leaseId', '{lease}', 'consumerGroup', 'g')))",
                 p0 = p0_uuid(queue),
                 lease = lease(n),
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 10,
+        own_database: true,
+        stale_statistics: true,
+        name: "message listing of a page of 10 of a queue filled with 2n after the statistics",
+        setup: |queue, n| listed_after_the_statistics(queue, n),
+        call: |queue, _| {
+            format!(
+                "select regina.messages_list(jsonb_build_object('queue', '{queue}', 'limit', 10))
+                 is not null"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 10,
+        own_database: true,
+        stale_statistics: true,
+        name: "message listing of a page of 10 of a group's messages in a partition filled with \
+               2n after the statistics",
+        setup: |queue, n| listed_after_the_statistics(queue, n),
+        call: |queue, _| {
+            format!(
+                "select regina.messages_list(jsonb_build_object(
+                     'queue', '{queue}', 'partition', 'l0', 'consumerGroup', 'g', 'limit', 10))
+                 is not null"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 10,
+        own_database: true,
+        stale_statistics: true,
+        name: "status page of 10 of a queue's messages, filled with 2n after the statistics",
+        setup: |queue, n| listed_after_the_statistics(queue, n),
+        call: |queue, _| {
+            format!(
+                "select count(*) from regina.status_queue_messages(
+                     jsonb_build_object('queue', '{queue}', 'limit', 10))"
             )
         },
     },
