@@ -1015,6 +1015,30 @@ pub const ADMIN: &[&Scenario] = &[
         input: |_| 10,
         own_database: true,
         stale_statistics: true,
+        name: "status page of 10 of a queue's messages older than 2n of another queue",
+        setup: |queue, n| {
+            format!(
+                "select regina.configure('{{\"queue\": \"{queue}-old\", \"options\": {{}}}}');
+                 select count(*) from regina.push((select jsonb_agg(jsonb_build_object(
+                     'queue', '{queue}-old', 'partition', 'p' || (i % 3),
+                     'transactionId', 'old-' || i, 'messageId', gen_random_uuid(),
+                     'payload', i) order by i) from generate_series(0, 11) i),
+                     i_now => clock_timestamp() - interval '2 hours');
+                 {}",
+                listed_after_the_statistics(queue, n)
+            )
+        },
+        call: |queue, _| {
+            format!(
+                "select count(*) from regina.status_queue_messages(
+                     jsonb_build_object('queue', '{queue}-old', 'limit', 10))"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 10,
+        own_database: true,
+        stale_statistics: true,
         name: "status page of 10 of a queue's messages, filled with 2n after the statistics",
         setup: |queue, n| listed_after_the_statistics(queue, n),
         call: |queue, _| {
