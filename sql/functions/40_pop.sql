@@ -590,7 +590,7 @@ declare
     v_rest bigint[];
     v_set record;
     v_one record;
-    v_read record;
+    v_ready record;   -- a read of the ready rows (_ready_candidates)
     v_partition_id bigint;
     v_p regina.partitions;
     v_first_ages double precision[] := '{}';
@@ -627,10 +627,10 @@ begin
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
         v_limit := case when v_per_slot then i_slots - cardinality(o_claimed)
                         else least(i_slots - cardinality(o_claimed), i_budget) end;
-        v_read := regina._ready_candidates(i_q.id, i_group, i_now, v_after_at, v_after_id,
+        v_ready := regina._ready_candidates(i_q.id, i_group, i_now, v_after_at, v_after_id,
                                            i_busy, v_limit);
-        v_candidates := v_read.o_partition_ids;
-        v_eligible_ats := v_read.o_eligible_ats;
+        v_candidates := v_ready.o_partition_ids;
+        v_eligible_ats := v_ready.o_eligible_ats;
         if cardinality(v_candidates) = 0 then
             o_settled := v_all_gone;
             exit;
