@@ -35,14 +35,8 @@ declare
     seen_unknown_partition boolean := false;
 begin
     perform regina.configure('{"queue":"oa","options":{"leaseTime":60,"retryLimit":0}}');
-    perform regina.push((select jsonb_agg(jsonb_build_object(
-                             'queue', 'oa', 'partition', 'p', 'payload', i,
-                             'transactionId', 'm' || i, 'messageId', gen_random_uuid())
-                             order by i)
-                         from generate_series(1, 4) i), i_now => t0);
-    perform regina.push(jsonb_build_array(jsonb_build_object(
-                'queue', 'oa', 'partition', 'q', 'payload', 0, 'transactionId', 'n1',
-                'messageId', gen_random_uuid())), i_now => t0);
+    perform pg_temp.push_numbered('oa', 'p', 'm', 1, 4, t0);
+    perform pg_temp.push_numbered('oa', 'q', 'n', 1, 1, t0);
     p_uuid := (select uuid::text from regina.partitions where name = 'p');
     q_uuid := (select uuid::text from regina.partitions where name = 'q');
     -- g3 fails m1 (dead-lettered at once: retryLimit 0) and gets it requeued: a delivery of m1
@@ -135,11 +129,7 @@ declare
     ready_h timestamptz;
 begin
     perform regina.configure('{"queue":"ob","options":{"leaseTime":60,"retryLimit":3}}');
-    perform regina.push((select jsonb_agg(jsonb_build_object(
-                             'queue', 'ob', 'partition', 'p', 'payload', i,
-                             'transactionId', 'm' || i, 'messageId', gen_random_uuid())
-                             order by i)
-                         from generate_series(1, 6) i), i_now => t0);
+    perform pg_temp.push_numbered('ob', 'p', 'm', 1, 6, t0);
     p_uuid := (select p.uuid::text from regina.partitions p join regina.queues q on q.id = p.queue_id
                where q.name = 'ob' and p.name = 'p');
 

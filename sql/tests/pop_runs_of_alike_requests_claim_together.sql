@@ -18,17 +18,10 @@ begin
             t0 - interval '1 second');
     -- Four partitions of one message, due one second apart (p3 first), then p9 with three.
     for i in 0 .. 3 loop
-        perform regina.push(jsonb_build_array(jsonb_build_object(
-                    'queue', 'ru', 'partition', 'p' || (3 - i), 'payload', i,
-                    'transactionId', 'one-' || i, 'messageId', gen_random_uuid())),
-                i_now => t0 + i * interval '1 second');
+        perform pg_temp.push_numbered('ru', 'p' || (3 - i), 'one-', i, i,
+                                      t0 + i * interval '1 second');
     end loop;
-    perform regina.push((select jsonb_agg(jsonb_build_object(
-                             'queue', 'ru', 'partition', 'p9', 'payload', i,
-                             'transactionId', 'deep-' || i, 'messageId', gen_random_uuid())
-                             order by i)
-                         from generate_series(0, 2) i),
-                        i_now => t0 + interval '5 seconds');
+    perform pg_temp.push_numbered('ru', 'p9', 'deep-', 0, 2, t0 + interval '5 seconds');
 
     -- Function calls of this transaction are counted from here.
     perform set_config('track_functions', 'pl', true);
@@ -78,11 +71,7 @@ declare
     results json[];
 begin
     perform regina.configure('{"queue":"rd","options":{}}');
-    perform regina.push((select jsonb_agg(jsonb_build_object(
-                             'queue', 'rd', 'partition', 'd1', 'payload', i,
-                             'transactionId', 'd1-' || i, 'messageId', gen_random_uuid())
-                             order by i)
-                         from generate_series(0, 2) i), i_now => t0);
+    perform pg_temp.push_numbered('rd', 'd1', 'd1-', 0, 2, t0);
     perform regina.push(jsonb_build_array(jsonb_build_object(
                 'queue', 'rd', 'partition', 'd2', 'payload', 9,
                 'transactionId', 'd2-0', 'messageId', gen_random_uuid())),
@@ -121,10 +110,7 @@ declare
 begin
     perform regina.configure('{"queue":"rm","options":{}}');
     for i in 0 .. 5 loop
-        perform regina.push(jsonb_build_array(jsonb_build_object(
-                    'queue', 'rm', 'partition', 'm' || i, 'payload', i,
-                    'transactionId', 'm-' || i, 'messageId', gen_random_uuid())),
-                i_now => t0 + i * interval '1 second');
+        perform pg_temp.push_numbered('rm', 'm' || i, 'm-', i, i, t0 + i * interval '1 second');
     end loop;
     for rows in select * from regina.pop(jsonb_build_array(
                     one, one,
@@ -157,10 +143,7 @@ begin
                 'queue', 'rx', 'consumerGroup', 'g', 'leaseId', gen_random_uuid())),
             t0 - interval '1 second');
     for i in 0 .. 1 loop
-        perform regina.push(jsonb_build_array(jsonb_build_object(
-                    'queue', 'rx', 'partition', 'x' || i, 'payload', i,
-                    'transactionId', 'x-' || i, 'messageId', gen_random_uuid())),
-                i_now => t0 + i * interval '1 second');
+        perform pg_temp.push_numbered('rx', 'x' || i, 'x-', i, i, t0 + i * interval '1 second');
     end loop;
     -- x0 is claimed and its lease left to expire (at t0 + 12 s); x1 waits since t0 + 1 s.
     perform regina.pop(jsonb_build_array(jsonb_build_object(
