@@ -120,9 +120,10 @@ $$;
 -- The counts of §4.16 for each partition of i_partition_ids: `total` stored messages,
 -- `completed` those settled by every known group, `processing` those inside some live lease,
 -- `pending` the rest, `failed` heads carrying failed attempts, `dead_letter` live DLQ entries.
--- Everything below the lowest head of a partition is settled by all its groups, so one pass over
--- its primary key counts both the total and that prefix; only settled marks above it are looked
--- at one by one, and only lease ranges are read for `processing`.
+-- Everything below the lowest head of a partition is settled by all its groups; the total and that
+-- prefix are counted from offsets (offsets come without gaps, and deleted ones are recorded as
+-- holes), so a partition costs the same whatever it stores. Only settled marks above the prefix
+-- are looked at one by one, and only lease ranges are read for `processing`.
 create or replace function regina._partition_counts(i_partition_ids bigint[], i_now timestamptz)
 returns table (partition_id bigint, total bigint, pending bigint, processing bigint,
                completed bigint, failed bigint, dead_letter bigint)
@@ -184,8 +185,23 @@ language sql stable as $$
         left join marked_n mk on mk.partition_id = p.id
         left join reopened_n ro on ro.partition_id = p.id
         left join leased l on l.partition_id = p.id
-        cross join lateral (select count(*) as all_rows, count(*) filter (where m.seq < low.seq) as below
-                            from regina.messages m where m.partition_id = p.id) n)
+        -- Stored messages, and those below the lowest head, from the partition's offsets and its
+        -- holes (migrations/0018_partition_holes.sql): index probes, however many it stores.
+        -- (`offset 0` keeps each probe a single one: pulled up, the subqueries would run again
+        -- for every mention of their results.)
+        cross join lateral (
+            select case when b.lo is null then 0 else b.hi - b.lo - k.holes end as all_rows,
+                   case when b.lo is null or low.seq is null or low.seq <= b.lo then 0
+                        else least(low.seq, b.hi) - b.lo - k.holes_below end as below
+            from (select (select min(m.seq) from regina.messages m
+                          where m.partition_id = p.id) as lo,
+                         (select pp.next_seq from regina.partitions pp where pp.id = p.id) as hi
+                  offset 0) b
+            cross join lateral (select count(*) as holes,
+                                       count(*) filter (where h.seq < low.seq) as holes_below
+                                from regina.partition_holes h
+                                where h.partition_id = p.id and h.seq > b.lo) k
+            offset 0) n)
     select c.id, c.total, greatest(c.total - c.completed - c.processing, 0), c.processing,
            c.completed, c.failed, c.dead_letter
     from counted c

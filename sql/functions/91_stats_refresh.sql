@@ -29,9 +29,44 @@ begin
 end
 $$;
 
+-- Deleted messages: their partitions are recorded for the next pass (as above), and each deleted
+-- offset above the lowest one its partition still stores becomes a hole; the holes below that
+-- offset go (migrations/0018_partition_holes.sql). One probe of the primary key per partition and
+-- statement, each deleted row placed from its partition's own list: the lowest stored offset of a
+-- partition whose messages this transaction just deleted lies past their index entries, so a
+-- probe per deleted row would pass all of them each time. A concurrent delete in the same
+-- partition may see a lower offset than the one that stays: it then keeps holes below it, which
+-- the counts pass over.
+create or replace function regina._stats_mark_messages_deleted() returns trigger
+language plpgsql as $$
+begin
+    insert into regina.stats_dirty (partition_id)
+    select distinct g.partition_id from gone g
+    on conflict do nothing;
+    delete from regina.partition_holes h
+    where h.ctid = any (array(
+        select x.ctid
+        from (select distinct g.partition_id from gone g) d
+        cross join lateral (select min(m.seq) as seq from regina.messages m
+                            where m.partition_id = d.partition_id) l
+        cross join lateral (select hh.ctid from regina.partition_holes hh
+                            where hh.partition_id = d.partition_id
+                              and (l.seq is null or hh.seq < l.seq)) x));
+    insert into regina.partition_holes (partition_id, seq)
+    select d.partition_id, s.seq
+    from (select g.partition_id, array_agg(g.seq) as seqs from gone g group by g.partition_id) d
+    cross join lateral (select min(m.seq) as seq from regina.messages m
+                        where m.partition_id = d.partition_id) l
+    cross join lateral unnest(d.seqs) s(seq)
+    where s.seq > l.seq
+    on conflict do nothing;
+    return null;
+end
+$$;
+
 create or replace trigger messages_stats_dirty
     after delete on regina.messages referencing old table as gone
-    for each statement execute function regina._stats_mark_deleted();
+    for each statement execute function regina._stats_mark_messages_deleted();
 create or replace trigger dead_letters_stats_dirty
     after delete on regina.dead_letters referencing old table as gone
     for each statement execute function regina._stats_mark_deleted();
@@ -39,13 +74,14 @@ create or replace trigger cursors_stats_dirty
     after delete on regina.cursors referencing old table as gone
     for each statement execute function regina._stats_mark_deleted();
 
--- Records deleted partitions (their stats rows go in the next batch).
+-- Records deleted partitions (their stats rows go in the next batch), and drops their holes.
 create or replace function regina._stats_mark_partitions_deleted() returns trigger
 language plpgsql as $$
 begin
     insert into regina.stats_dirty (partition_id)
     select g.id from gone g
     on conflict do nothing;
+    delete from regina.partition_holes h where h.partition_id = any (array(select g.id from gone g));
     return null;
 end
 $$;
@@ -165,10 +201,12 @@ $$;
 -- the lag of each group with work there); returns how many were taken. `next_seq` and `has_work`
 -- are read in the same statement as the counts, so a push or a move after it shows as a change.
 --
--- i_rows (null: no bound): about how many message rows the batch may count. A recount reads
--- every row of its partition, so a thousand partitions of a deep backlog would take one statement
--- past any timeout. Partitions are taken in id order while the rows of those before stay under
--- i_rows (always at least one), each sized as its last count plus the offsets pushed since.
+-- i_rows (null: no bound): about how many stored messages the partitions of the batch may hold.
+-- A recount once read every row of its partition; it now counts from offsets and holes
+-- (_partition_counts), a few index probes whatever the partition stores, and the bound only
+-- spreads deep partitions over more transactions. Partitions are taken in id order while the
+-- messages of those before stay under i_rows (always at least one), each sized as its last count
+-- plus the offsets pushed since.
 -- A batch cut there, with partitions left waiting, returns minus how many it took: the pass goes
 -- on although it took fewer than i_limit.
 select regina._drop_outdated('regina.stats_refresh_batch(integer, timestamptz)', 'i_rows');

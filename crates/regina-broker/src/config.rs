@@ -526,9 +526,9 @@ pub struct Config {
     #[arg(long, env = "STATS_BATCH_SIZE", default_value_t = defaults::STATS_BATCH_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=i32::MAX as i64))]
     pub stats_batch_size: u32,
-    /// Message rows a stats transaction counts, about: a recount reads every row of its
-    /// partition, so a batch of deep partitions takes fewer of them (at least one), and each
-    /// transaction stays short whatever the backlog.
+    /// Stored messages whose partitions one stats transaction recounts, about: a batch of deep
+    /// partitions takes fewer of them (at least one). A recount costs a few index probes per
+    /// partition whatever it stores, so this only spreads deep partitions over more transactions.
     #[arg(long, env = "STATS_BATCH_ROWS", default_value_t = defaults::STATS_BATCH_ROWS,
           value_parser = clap::value_parser!(u64).range(1..=i64::MAX as u64))]
     pub stats_batch_rows: u64,

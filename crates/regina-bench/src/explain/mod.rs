@@ -22,7 +22,8 @@ use session::{Plan, Session};
 const FIXTURE_SQL: &str = include_str!("fixture.sql");
 /// Partitions recounted per stats transaction (the broker's default `STATS_BATCH_SIZE`).
 const STATS_BATCH: i32 = 1_000;
-/// Message rows counted per stats transaction, about (the broker's default `STATS_BATCH_ROWS`).
+/// Stored messages whose partitions one stats transaction recounts, about (the broker's default
+/// `STATS_BATCH_ROWS`).
 const STATS_BATCH_ROWS: i64 = 2_000_000;
 /// Plans of statements shorter than this are not recorded, milliseconds.
 const PLAN_MIN_MS: u32 = 1;

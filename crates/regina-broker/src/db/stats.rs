@@ -23,8 +23,8 @@ const PASS_BATCHES_MAX: usize = 10_000;
 pub(crate) struct BatchLimits {
     /// Partitions per batch (`STATS_BATCH_SIZE`).
     pub(crate) partitions: i32,
-    /// Message rows a batch counts, about (`STATS_BATCH_ROWS`): a batch of deep partitions takes
-    /// fewer of them.
+    /// Stored messages whose partitions a batch recounts, about (`STATS_BATCH_ROWS`): a batch of
+    /// deep partitions takes fewer of them.
     pub(crate) rows: i64,
 }
 

@@ -86,3 +86,55 @@ async fn installing_twice_changes_nothing() {
     second.shutdown().await;
     first.shutdown().await;
 }
+
+/// Migration 0018 records the holes of the messages stored before it: run again on a database
+/// whose holes were forgotten, it finds the ones the delete trigger had recorded (in the middle of
+/// a partition, at its top, none for a deleted prefix).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_holes_migration_finds_the_holes_deletes_left() {
+    let broker = TestBroker::start().await;
+    let db = broker.db().await;
+    db.batch_execute(
+        "select regina.push((select jsonb_agg(jsonb_build_object(
+                 'queue', 'mh', 'partition', 'p' || (i % 3), 'transactionId', 't' || i,
+                 'messageId', gen_random_uuid(), 'payload', i) order by i)
+             from generate_series(0, 89) i));
+         delete from regina.messages m using regina.partitions p
+         where p.id = m.partition_id and p.name = 'p0' and m.seq in (3, 4, 10, 29);
+         delete from regina.messages m using regina.partitions p
+         where p.id = m.partition_id and p.name = 'p1' and m.seq < 5;
+         delete from regina.messages m using regina.partitions p
+         where p.id = m.partition_id and p.name = 'p1' and m.seq = 20;",
+    )
+    .await
+    .unwrap();
+    let holes = || async {
+        db.query(
+            "select p.name, h.seq from regina.partition_holes h
+             join regina.partitions p on p.id = h.partition_id order by 1, 2",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
+        .collect::<Vec<_>>()
+    };
+    let recorded = holes().await;
+    let expected: Vec<(String, i64)> = [("p0", 3), ("p0", 4), ("p0", 10), ("p0", 29), ("p1", 20)]
+        .iter()
+        .map(|&(p, s)| (p.to_owned(), s))
+        .collect();
+    assert_eq!(recorded, expected, "what the trigger recorded");
+
+    db.batch_execute("truncate regina.partition_holes")
+        .await
+        .unwrap();
+    let migration = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sql/migrations/0018_partition_holes.sql"),
+    )
+    .unwrap();
+    db.batch_execute(&migration).await.unwrap();
+    assert_eq!(holes().await, expected, "what the migration finds");
+}

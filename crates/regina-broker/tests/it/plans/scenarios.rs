@@ -754,6 +754,19 @@ pub const ADMIN: &[&Scenario] = &[
         input: |_| 1,
         own_database: true,
         stale_statistics: true,
+        name: "a stats pass recounting a partition filled with 2n after the statistics",
+        setup: |queue, n| filled_after_the_statistics(queue, n),
+        call: |_, _| {
+            "select regina.stats_refresh_begin(clock_timestamp());
+             select regina.stats_refresh_batch(1000);
+             select regina.stats_refresh_end(1)"
+                .to_owned()
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
         name: "requeue of a dead letter in a partition filled with 2n after the statistics",
         setup: |queue, n| {
             format!(
