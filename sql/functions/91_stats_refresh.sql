@@ -44,14 +44,14 @@ declare
     v_ids bigint[];
     v_lows bigint[];
 begin
-    insert into regina.stats_dirty (partition_id)
-    select distinct g.partition_id from gone g
-    on conflict do nothing;
     select array_agg(d.partition_id),
            array_agg((select min(m.seq) from regina.messages m
                       where m.partition_id = d.partition_id))
     into v_ids, v_lows
     from (select distinct g.partition_id from gone g) d;
+    insert into regina.stats_dirty (partition_id)
+    select k.id from unnest(v_ids) k(id)
+    on conflict do nothing;
     delete from regina.partition_holes h
     where h.ctid = any (array(
         select x.ctid
