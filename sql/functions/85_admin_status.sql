@@ -122,8 +122,9 @@ $$;
 -- `pending` the rest, `failed` heads carrying failed attempts, `dead_letter` live DLQ entries.
 -- Everything below the lowest head of a partition is settled by all its groups; the total and that
 -- prefix are counted from offsets (offsets come without gaps, and deleted ones are recorded as
--- holes), so a partition costs the same whatever it stores. Only settled marks above the prefix
--- are looked at one by one, and only lease ranges are read for `processing`.
+-- holes), so a partition costs the same whatever it stores, and so are its dead letters (from
+-- their tallies). Only settled marks above the prefix are looked at one by one, and only lease
+-- ranges are read for `processing`.
 create or replace function regina._partition_counts(i_partition_ids bigint[], i_now timestamptz)
 returns table (partition_id bigint, total bigint, pending bigint, processing bigint,
                completed bigint, failed bigint, dead_letter bigint)
@@ -178,7 +179,10 @@ language sql stable as $$
                    as completed,
                coalesce(l.n, 0) as processing,
                coalesce(low.failed, 0) as failed,
-               (select count(*) from regina.dead_letters d where d.partition_id = p.id) as dead_letter
+               -- The partition's dead-letter tallies (migrations/0019_dead_letter_tallies.sql):
+               -- as many rows as statements changed its dead letters since its last recount.
+               (select coalesce(sum(t.n), 0)::bigint from regina.dead_letter_tallies t
+                where t.partition_id = p.id) as dead_letter
         from unnest(i_partition_ids) p(id)
         left join low on low.partition_id = p.id
         left join requeued_n rq on rq.partition_id = p.id

@@ -72,21 +72,54 @@ $$;
 create or replace trigger messages_stats_dirty
     after delete on regina.messages referencing old table as gone
     for each statement execute function regina._stats_mark_messages_deleted();
+
+-- Dead letters: the tallies of their partitions (migrations/0019_dead_letter_tallies.sql), one
+-- row per partition and statement, +k for inserted entries (an upsert that replaces an entry
+-- inserts none) and -k for deleted ones; deleted ones also mark their partitions for the next
+-- pass, as above.
+create or replace function regina._dead_letters_tally_inserted() returns trigger
+language plpgsql as $$
+begin
+    insert into regina.dead_letter_tallies (partition_id, n)
+    select b.partition_id, count(*) from born b group by b.partition_id;
+    return null;
+end
+$$;
+
+create or replace function regina._stats_mark_dead_letters_deleted() returns trigger
+language plpgsql as $$
+begin
+    insert into regina.stats_dirty (partition_id)
+    select distinct g.partition_id from gone g
+    on conflict do nothing;
+    insert into regina.dead_letter_tallies (partition_id, n)
+    select g.partition_id, -count(*) from gone g group by g.partition_id;
+    return null;
+end
+$$;
+
+create or replace trigger dead_letters_tally
+    after insert on regina.dead_letters referencing new table as born
+    for each statement execute function regina._dead_letters_tally_inserted();
 create or replace trigger dead_letters_stats_dirty
     after delete on regina.dead_letters referencing old table as gone
-    for each statement execute function regina._stats_mark_deleted();
+    for each statement execute function regina._stats_mark_dead_letters_deleted();
 create or replace trigger cursors_stats_dirty
     after delete on regina.cursors referencing old table as gone
     for each statement execute function regina._stats_mark_deleted();
 
--- Records deleted partitions (their stats rows go in the next batch), and drops their holes.
+-- Records deleted partitions (their stats rows go in the next batch), and drops their holes and
+-- dead-letter tallies.
 create or replace function regina._stats_mark_partitions_deleted() returns trigger
 language plpgsql as $$
+declare
+    v_ids bigint[] := array(select g.id from gone g);
 begin
     insert into regina.stats_dirty (partition_id)
-    select g.id from gone g
+    select k.id from unnest(v_ids) k(id)
     on conflict do nothing;
-    delete from regina.partition_holes h where h.partition_id = any (array(select g.id from gone g));
+    delete from regina.partition_holes h where h.partition_id = any (v_ids);
+    delete from regina.dead_letter_tallies t where t.partition_id = any (v_ids);
     return null;
 end
 $$;
@@ -251,6 +284,12 @@ begin
         return 0;
     end if;
     delete from regina.stats_dirty d where d.partition_id = any (v_ids);
+    -- The dead-letter tallies of these partitions folded into one row each (rows a transaction
+    -- still running adds stay apart until a later recount).
+    with folded as (delete from regina.dead_letter_tallies t where t.partition_id = any (v_ids)
+                    returning t.partition_id, t.n)
+    insert into regina.dead_letter_tallies (partition_id, n)
+    select f.partition_id, sum(f.n) from folded f group by f.partition_id having sum(f.n) <> 0;
     -- The queues' sums follow each batch (their counts out, the new ones in below), so a change
     -- shows in the queue's totals once its partition is recounted, not only when the pass ends;
     -- the end of the pass sums them again from scratch.

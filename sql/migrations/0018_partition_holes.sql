@@ -12,10 +12,8 @@ create table if not exists regina.partition_holes (
 );
 
 -- The holes of what is stored now: gaps between consecutive offsets, and the offsets deleted from
--- the top (between the highest one stored and next_seq). Deletes wait for this transaction; the
--- trigger that records later ones comes with the functions, installed in the next transaction,
--- so a delete committed between the two (by another instance) goes unrecorded, and its
--- partition counts one message too many until its lowest stored offset passes the hole.
+-- the top (between the highest one stored and next_seq). Deletes wait for this transaction, which
+-- also installs the trigger that records later ones with the functions (db/migrate.rs).
 lock table regina.messages in share row exclusive mode;
 insert into regina.partition_holes (partition_id, seq)
 select g.partition_id, s.seq

@@ -2,6 +2,11 @@
 //! `regina.schema_migrations`) and re-applies every `sql/functions/*.sql` in file-name order, all
 //! under one advisory lock so brokers starting together take turns. Running it twice changes
 //! nothing.
+//!
+//! The pending migrations and the functions commit together, in one transaction: a migration that
+//! fills a table some trigger of the functions keeps up to date (the holes of 0018, the dead-letter
+//! tallies of 0019) is never committed without that trigger, so no write of another instance can
+//! fall between the two and go unrecorded. A failing file rolls back the whole upgrade.
 
 use std::collections::HashSet;
 
@@ -61,6 +66,8 @@ async fn apply_all(client: &mut Client) -> Result<(), Error> {
         .map(|row| row.try_get::<_, i32>(0))
         .collect::<Result<_, _>>()?;
     let mut seen = HashSet::new();
+    let mut pending = Vec::new();
+    let tx = client.transaction().await?;
     for file in MIGRATIONS {
         let (version, title) = migration_version(file.name)?;
         if !seen.insert(version) {
@@ -69,7 +76,6 @@ async fn apply_all(client: &mut Client) -> Result<(), Error> {
         if applied.contains(&version) {
             continue;
         }
-        let tx = client.transaction().await?;
         tx.batch_execute(file.sql)
             .await
             .map_err(|source| Error::Migration {
@@ -81,11 +87,9 @@ async fn apply_all(client: &mut Client) -> Result<(), Error> {
             &[&version, &title],
         )
         .await?;
-        tx.commit().await?;
-        tracing::info!(file = file.name, "migration applied");
+        pending.push(file.name);
     }
     // Functions replace each other atomically: a concurrent session sees the old or the new set.
-    let tx = client.transaction().await?;
     for file in FUNCTIONS {
         tx.batch_execute(file.sql)
             .await
@@ -95,6 +99,9 @@ async fn apply_all(client: &mut Client) -> Result<(), Error> {
             })?;
     }
     tx.commit().await?;
+    for file in pending {
+        tracing::info!(file, "migration applied");
+    }
     tracing::debug!(
         migrations = MIGRATIONS.len(),
         functions = FUNCTIONS.len(),

@@ -138,3 +138,57 @@ async fn the_holes_migration_finds_the_holes_deletes_left() {
     db.batch_execute(&migration).await.unwrap();
     assert_eq!(holes().await, expected, "what the migration finds");
 }
+
+/// Migration 0019 tallies the dead letters stored before it: run again on a database whose tallies
+/// are wrong, it leaves one row per partition holding its entries, as many as the entries are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tallies_migration_counts_the_stored_dead_letters() {
+    let broker = TestBroker::start().await;
+    let db = broker.db().await;
+    db.batch_execute(
+        "select regina.push((select jsonb_agg(jsonb_build_object(
+                 'queue', 'mt', 'partition', 'p' || (i % 3), 'transactionId', 't' || i,
+                 'messageId', gen_random_uuid(), 'payload', i) order by i)
+             from generate_series(0, 29) i));
+         select regina.message_dead_letter(p.uuid::text, 't' || i, g, 'by hand')
+         from generate_series(0, 29) i
+         cross join unnest(array['g1', 'g2']) g
+         join regina.partitions p on p.name = 'p' || (i % 3)
+         where i % 3 = 0 or (i % 3 = 1 and i < 10 and g = 'g1')
+         order by i, g;
+         insert into regina.dead_letter_tallies (partition_id, n)
+         select p.id, 7 from regina.partitions p;",
+    )
+    .await
+    .unwrap();
+    let tallies = || async {
+        db.query(
+            "select p.name, t.n from regina.dead_letter_tallies t
+             join regina.partitions p on p.id = t.partition_id order by 1, 2",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
+        .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        tallies().await.len(),
+        20 + 3 + 3,
+        "a row per entry, and the wrong ones"
+    );
+
+    let migration = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sql/migrations/0019_dead_letter_tallies.sql"),
+    )
+    .unwrap();
+    db.batch_execute(&migration).await.unwrap();
+    // p0: 10 messages for two groups; p1: t1, t4 and t7 for g1; p2: none.
+    assert_eq!(
+        tallies().await,
+        vec![("p0".to_owned(), 20), ("p1".to_owned(), 3)],
+        "what the migration counts"
+    );
+}

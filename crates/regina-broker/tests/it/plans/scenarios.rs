@@ -767,6 +767,31 @@ pub const ADMIN: &[&Scenario] = &[
         input: |_| 1,
         own_database: true,
         stale_statistics: true,
+        name: "a stats pass recounting a partition with 2n dead letters after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; insert into regina.dead_letters (queue_id, partition_id, consumer_group,
+                                                     message_id, seq, transaction_id, payload,
+                                                     created_at, error_message, failed_at)
+                 select p.queue_id, m.partition_id, 'g', m.id, m.seq, m.transaction_id, m.payload,
+                        m.created_at, 'failed', m.created_at
+                 from regina.messages m join regina.partitions p on p.id = m.partition_id
+                 join regina.queues q on q.id = p.queue_id
+                 where q.name = '{queue}' and p.name = 'p0' and m.transaction_id like 'burst%'",
+                filled_after_the_statistics(queue, n)
+            )
+        },
+        call: |_, _| {
+            "select regina.stats_refresh_begin(clock_timestamp());
+             select regina.stats_refresh_batch(1000);
+             select regina.stats_refresh_end(1)"
+                .to_owned()
+        },
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: true,
+        stale_statistics: true,
         name: "requeue of a dead letter in a partition filled with 2n after the statistics",
         setup: |queue, n| {
             format!(
