@@ -17,7 +17,8 @@ $$;
 
 -- Opens i_cursor on the stored messages of the listing, newest first: ordinary messages (not
 -- requeued deliveries) created in [i_from, i_to], of the given partitions or queues (null: any),
--- each with its partition and queue. A cursor, so the caller reads only as far as its page goes.
+-- each with its partition and queue (and `kth`, always false: see regina.messages_list). A
+-- cursor, so the caller reads only as far as its page goes.
 -- One partition is read backwards along its offsets (createdAt never decreases along them);
 -- otherwise the createdAt index gives the order. Without sequential scans: statistics taken
 -- while the tables were small make the planner join each message to its partition by a scan of
@@ -32,7 +33,7 @@ language plpgsql set plan_cache_mode = force_custom_plan set enable_seqscan = of
 begin
     if cardinality(i_partition_ids) = 1 then
         open i_cursor for
-        select m, p, q from regina.messages m
+        select m, p, q, false as kth from regina.messages m
         join regina.partitions p on p.id = m.partition_id
         join regina.queues q on q.id = p.queue_id
         where m.partition_id = i_partition_ids[1] and m.for_group is null
@@ -40,7 +41,7 @@ begin
         order by m.seq desc;
     else
         open i_cursor for
-        select m, p, q from regina.messages m
+        select m, p, q, false as kth from regina.messages m
         join regina.partitions p on p.id = m.partition_id
         join regina.queues q on q.id = p.queue_id
         where m.for_group is null and m.created_at >= i_from and m.created_at <= i_to
@@ -48,6 +49,35 @@ begin
           and (i_queue_ids is null or p.queue_id = any (i_queue_ids))
         order by m.created_at desc, m.partition_id desc, m.seq desc;
     end if;
+    return i_cursor;
+end
+$$;
+
+-- Opens i_cursor on the newest i_k ordinary messages created in [i_from, i_to] of each partition
+-- of i_partition_ids, merged in the order of regina._messages_open, each with its partition and
+-- queue, and `kth`: whether it is the i_k-th of its partition (older ones of it were left out).
+-- Along each partition's offsets, never a scan of the table nor of its createdAt index (as
+-- regina._messages_open: statistics that call the table tiny make either look cheap; with sorts
+-- off, the only sort left is the merge's, which every plan has).
+create or replace function regina._messages_merge_open(i_cursor refcursor,
+                                                       i_partition_ids bigint[], i_k bigint,
+                                                       i_from timestamptz, i_to timestamptz)
+returns refcursor
+language plpgsql set plan_cache_mode = force_custom_plan set enable_seqscan = off
+    set enable_sort = off as $$
+begin
+    open i_cursor for
+    select x.m, p, q, x.n = i_k as kth
+    from regina.partitions p
+    join regina.queues q on q.id = p.queue_id
+    cross join lateral (select mm as m, row_number() over (order by mm.seq desc) as n
+                        from regina.messages mm
+                        where mm.partition_id = p.id and mm.for_group is null
+                          and mm.created_at >= i_from and mm.created_at <= i_to
+                        order by mm.seq desc
+                        limit i_k) x
+    where p.id = any (i_partition_ids)
+    order by (x.m).created_at desc, p.id desc, (x.m).seq desc;
     return i_cursor;
 end
 $$;
@@ -73,6 +103,16 @@ $$;
 -- total: counting every message of the window would read them all.
 -- The cursor's query gets a custom plan (regina._messages_open); the per-message derivation keeps
 -- its cached plans (forcing custom plans here re-planned it for every message, ten times its cost).
+--
+-- The messages of given queues are read in one of two ways, in the same order. The createdAt
+-- index of every message walks past the newer messages of all other queues: a page of a quiet
+-- queue in a busy database read the whole window of every queue (2 000 000 index entries and
+-- their partitions for ten messages). So when the queues have few partitions and are small next
+-- to the table (_messages_merge_fits), the newest k messages of each partition in the window are
+-- merged instead (along its offsets: createdAt never decreases along them), k = offset + limit + 1
+-- to start with. The merge is exact up to the k-th message of any partition (the ones it leaves
+-- out are older), so a status filter that needs to read past one starts again with 4k, or with
+-- the index once partitions x 4k passes the bound.
 create or replace function regina.messages_list(i_query jsonb, i_now timestamptz default null)
 returns json
 language plpgsql as $$
@@ -80,15 +120,21 @@ declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_limit integer := coalesce((i_query ->> 'limit')::integer, 200);
     v_offset integer := coalesce((i_query ->> 'offset')::integer, 0);
-    v_skip integer := v_offset;
+    v_from timestamptz := coalesce((i_query ->> 'from')::timestamptz, v_now - interval '1 hour');
+    v_to timestamptz := coalesce((i_query ->> 'to')::timestamptz, v_now);
+    v_skip integer;
     v_status text := i_query ->> 'status';
     v_queue_ids bigint[];
     v_partition_ids bigint[];
+    v_merge bigint[];      -- the partitions to merge, null: the createdAt index
+    v_k bigint := v_offset::bigint + v_limit + 1;
+    v_cut boolean;         -- a row read was the k-th of its partition
+    v_again boolean;
     v_cursor refcursor;
     v_row record;
     v_summary jsonb;
-    v_rows json[] := '{}';
-    v_more boolean := false;
+    v_rows json[];
+    v_more boolean;
 begin
     if coalesce(i_query ->> 'queue', i_query ->> 'namespace', i_query ->> 'task') is not null
        or regina._query_scopes(i_query) is not null then
@@ -102,34 +148,80 @@ begin
         v_partition_ids := array(select p.id from regina.partitions p
                                  where p.name = i_query ->> 'partition'
                                    and (v_queue_ids is null or p.queue_id = any (v_queue_ids)));
-    end if;
-    v_cursor := regina._messages_open(null, v_partition_ids, v_queue_ids,
-                    coalesce((i_query ->> 'from')::timestamptz, v_now - interval '1 hour'),
-                    coalesce((i_query ->> 'to')::timestamptz, v_now));
-    if v_status is null and v_skip > 0 then
-        move forward v_skip from v_cursor;
-        v_skip := 0;
+    elsif v_queue_ids is not null then
+        v_merge := regina._messages_merge_fits(v_queue_ids, v_k);
     end if;
     loop
-        fetch v_cursor into v_row;
-        exit when not found;
-        v_summary := regina._message_summary(v_row.m, i_query ->> 'consumerGroup', v_now);
-        continue when v_summary ->> 'status' <> coalesce(v_status, v_summary ->> 'status');
-        if v_skip > 0 then
-            v_skip := v_skip - 1;
-            continue;
+        if v_merge is not null then
+            v_cursor := regina._messages_merge_open(null, v_merge, v_k, v_from, v_to);
+        else
+            v_cursor := regina._messages_open(null, v_partition_ids, v_queue_ids, v_from, v_to);
         end if;
-        if cardinality(v_rows) = v_limit then
-            v_more := true;
-            exit;
+        v_skip := v_offset;
+        v_rows := '{}';
+        v_more := false;
+        v_cut := false;
+        v_again := false;
+        if v_status is null and v_skip > 0 then
+            move forward v_skip from v_cursor;
+            v_skip := 0;
         end if;
-        v_rows := v_rows || regina._message_list_row(v_row.m, v_row.p, v_row.q, v_summary);
+        loop
+            fetch v_cursor into v_row;
+            -- Past the k-th message of a partition (or at the end after it) the merge may have
+            -- left older ones of that partition out.
+            v_again := v_cut;
+            exit when not found or v_again;
+            v_cut := v_row.kth;
+            v_summary := regina._message_summary(v_row.m, i_query ->> 'consumerGroup', v_now);
+            continue when v_summary ->> 'status' <> coalesce(v_status, v_summary ->> 'status');
+            if v_skip > 0 then
+                v_skip := v_skip - 1;
+                continue;
+            end if;
+            if cardinality(v_rows) = v_limit then
+                v_more := true;
+                exit;
+            end if;
+            v_rows := v_rows || regina._message_list_row(v_row.m, v_row.p, v_row.q, v_summary);
+        end loop;
+        close v_cursor;
+        exit when not v_again;
+        v_k := v_k * 4;
+        if cardinality(v_merge) * v_k > 100000 then
+            v_merge := null;
+        end if;
     end loop;
-    close v_cursor;
     return json_build_object(
         'messages', array_to_json(v_rows),
         'mode', regina._mode_json(coalesce(v_queue_ids, array(select q.id from regina.queues q))),
         'pagination', json_build_object('limit', v_limit, 'offset', v_offset, 'hasMore', v_more));
+end
+$$;
+
+-- The partitions of queues i_queue_ids when a listing that needs i_k messages of each should
+-- merge them rather than walk the createdAt index of every message (regina.messages_list); null
+-- otherwise. Merging reads up to what the queues store, the walk about i_k x (messages of all
+-- queues / messages of these), so the merge is chosen while the queues' count (as of the last
+-- stats refresh) stays under the larger of 10 000 and sqrt(i_k x messages of all queues, as the
+-- planner's statistics have it); and while partitions x i_k stays under 100 000.
+create or replace function regina._messages_merge_fits(i_queue_ids bigint[], i_k bigint)
+returns bigint[]
+language plpgsql stable as $$
+declare
+    v_ids bigint[] := array(select p.id from regina.partitions p
+                            where p.queue_id = any (i_queue_ids)
+                            limit 100000 / greatest(i_k, 1) + 1);
+    v_stored bigint := coalesce((select sum(s.total) from regina.queue_stats s
+                                 where s.queue_id = any (i_queue_ids)), 0);
+    v_all double precision := greatest((select c.reltuples from pg_class c
+                                        where c.oid = 'regina.messages'::regclass), 0);
+begin
+    if cardinality(v_ids) * i_k <= 100000
+       and v_stored <= greatest(10000, sqrt(i_k * v_all)) then
+        return v_ids;
+    end if;
+    return null;
 end
 $$;
 

@@ -1038,6 +1038,30 @@ pub const ADMIN: &[&Scenario] = &[
         input: |_| 10,
         own_database: true,
         stale_statistics: true,
+        name: "message listing of a page of 10 of a small queue next to 2n newer messages of \
+               another queue",
+        setup: |queue, n| {
+            format!(
+                "select count(*) from regina.push((select jsonb_agg(jsonb_build_object(
+                     'queue', '{queue}-small', 'partition', 'p' || (i % 3),
+                     'transactionId', 'small-' || i, 'messageId', gen_random_uuid(),
+                     'payload', i) order by i) from generate_series(0, 11) i),
+                     i_now => clock_timestamp() - interval '50 minutes');
+                 {}",
+                listed_after_the_statistics(queue, n)
+            )
+        },
+        call: |queue, _| {
+            format!(
+                "select regina.messages_list(jsonb_build_object('queue', '{queue}-small',
+                                                                'limit', 10)) is not null"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 10,
+        own_database: true,
+        stale_statistics: true,
         name: "message listing of a page of 10 of a group's messages in a partition filled with \
                2n after the statistics",
         setup: |queue, n| listed_after_the_statistics(queue, n),
