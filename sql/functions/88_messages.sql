@@ -30,13 +30,26 @@ create or replace function regina._messages_open(i_cursor refcursor, i_partition
 returns refcursor
 language plpgsql set plan_cache_mode = force_custom_plan set enable_seqscan = off
     set enable_sort = off as $$
+declare
+    v_lo bigint := 0;
+    v_hi bigint;
 begin
     if cardinality(i_partition_ids) = 1 then
+        -- The window as a range of offsets, found by binary search (regina._start_seq): a window
+        -- that leaves out most of a deep partition is not read across what it leaves out.
+        if i_from > '-infinity' then
+            v_lo := regina._start_seq(i_partition_ids[1], i_from);
+        end if;
+        if i_to < (select p.last_created_at from regina.partitions p
+                   where p.id = i_partition_ids[1]) then
+            v_hi := regina._start_seq(i_partition_ids[1], i_to + interval '1 microsecond');
+        end if;
         open i_cursor for
         select m, p, q, false as kth from regina.messages m
         join regina.partitions p on p.id = m.partition_id
         join regina.queues q on q.id = p.queue_id
         where m.partition_id = i_partition_ids[1] and m.for_group is null
+          and m.seq >= v_lo and (v_hi is null or m.seq < v_hi)
           and m.created_at >= i_from and m.created_at <= i_to
         order by m.seq desc;
     else

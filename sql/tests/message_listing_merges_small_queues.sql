@@ -23,6 +23,7 @@ begin
         where m.for_group is null
           and (i_query ->> 'queue' is null or q.name = i_query ->> 'queue')
           and (i_query ->> 'namespace' is null or q.namespace = i_query ->> 'namespace')
+          and (i_query ->> 'partition' is null or p.name = i_query ->> 'partition')
           and m.created_at >= coalesce((i_query ->> 'from')::timestamptz, i_now - interval '1 hour')
           and m.created_at <= coalesce((i_query ->> 'to')::timestamptz, i_now)
           and (i_query ->> 'status' is null
@@ -97,6 +98,17 @@ begin
     perform pg_temp.check(jsonb_build_object('queue', 'lq', 'limit', 6, 'offset', 2,
                                              'from', t0 + interval '5 seconds',
                                              'to', t0 + interval '20 seconds'), t1, 6);
+    -- One partition: its window is a range of offsets, found by binary search.
+    perform pg_temp.check(jsonb_build_object('queue', 'lq', 'partition', 'a', 'limit', 100,
+                                             'from', t0 + interval '5 seconds',
+                                             'to', t0 + interval '20 seconds'), t1, 16);
+    perform pg_temp.check(jsonb_build_object('queue', 'lq', 'partition', 'c', 'limit', 2,
+                                             'offset', 1, 'to', t0 + interval '3 seconds'), t1, 2);
+    perform pg_temp.check(jsonb_build_object('queue', 'lq', 'partition', 'a', 'limit', 10,
+                                             'from', t0 + interval '29 seconds'), t1, 1);
+    perform pg_temp.check(jsonb_build_object('queue', 'lq', 'partition', 'a', 'limit', 10,
+                                             'from', t0 - interval '1 hour',
+                                             'to', t0 - interval '1 second'), t1, 0);
     -- The completed ones are the oldest of a: the merge's first reads (four messages of each
     -- partition, then sixteen) stop short of them, and it reads again with more.
     perform pg_temp.check('{"queue":"lq","consumerGroup":"g","status":"completed","limit":3}',

@@ -1062,6 +1062,33 @@ pub const ADMIN: &[&Scenario] = &[
         input: |_| 10,
         own_database: true,
         stale_statistics: true,
+        name: "message listing of a page of 10 of a window of a partition between 2n older and \
+               2n newer messages",
+        setup: |queue, n| {
+            format!(
+                "select regina.configure('{{\"queue\": \"{queue}\", \"options\": {{}}}}');
+                 {ANALYZE_FILLED};
+                 select count(*) from regina.push({}, i_now => clock_timestamp() - interval '3 hours');
+                 select count(*) from regina.push({}, i_now => clock_timestamp() - interval '2 hours');
+                 {}",
+                push_items(queue, 2 * n, 1, "old"),
+                push_items(queue, 5, 1, "window"),
+                push_call(&push_items(queue, 2 * n, 1, "new")),
+            )
+        },
+        call: |queue, _| {
+            format!(
+                "select regina.messages_list(jsonb_build_object(
+                     'queue', '{queue}', 'partition', 'p0', 'limit', 10,
+                     'from', clock_timestamp() - interval '150 minutes',
+                     'to', clock_timestamp() - interval '90 minutes')) is not null"
+            )
+        },
+    },
+    &Scenario {
+        input: |_| 10,
+        own_database: true,
+        stale_statistics: true,
         name: "message listing of a page of 10 of a group's messages in a partition filled with \
                2n after the statistics",
         setup: |queue, n| listed_after_the_statistics(queue, n),
