@@ -5,10 +5,11 @@
 
 -- Lag of (partition, group) (http-api.md §4.16): the messages the group has not settled and when
 -- its head was created. With a cursor: from the head (the first existing unsettled message) to the
--- partition's end, less the settled marks beyond it. Without one (a subscribed group that never
--- claimed the partition): from the subscription start. Offsets make this O(1): messages deleted
--- beyond the head (rare; retention deletes the oldest first) still count until a claim passes them.
--- A head at the partition's end costs no read; otherwise one probe finds the head and its time.
+-- partition's end, less the settled marks beyond it and the offsets deleted beyond it (the
+-- partition's holes, migrations/0018_partition_holes.sql). Without one (a subscribed group that
+-- never claimed the partition): from the subscription start. Offsets make this O(1): a head at the
+-- partition's end costs no read; otherwise one probe finds the head and its time, and one more
+-- the holes beyond it (retention deletes the oldest messages first, so there are seldom any).
 create or replace function regina._group_lag(i_p regina.partitions, i_c regina.cursors,
                                              i_start_at timestamptz,
                                              out o_offset_lag bigint, out o_head_at timestamptz)
@@ -16,7 +17,6 @@ language plpgsql stable as $$
 declare
     v_from bigint;
     v_skip bigint[];
-    v_head bigint;
 begin
     o_offset_lag := 0;
     if i_c.partition_id is not null then
@@ -30,17 +30,21 @@ begin
         v_from := regina._start_seq(i_p.id, i_start_at);
         v_skip := '{}';
     end if;
-    -- As regina._head_seq finds the head, with its createdAt.
-    select m.seq, m.created_at into v_head, o_head_at from regina.messages m
+    -- As regina._head_seq finds the head: its createdAt, and the offsets from it to the end less
+    -- those beyond it that are settled marks or holes.
+    select m.created_at,
+           greatest(0, i_p.next_seq - m.seq
+                       - (select count(*) from unnest(v_skip) x where x > m.seq)
+                       - (select count(*) from regina.partition_holes h
+                          where h.partition_id = i_p.id and h.seq > m.seq
+                            and h.seq <> all (v_skip)))
+    into o_head_at, o_offset_lag
+    from regina.messages m
     where m.partition_id = i_p.id and m.seq >= v_from and m.seq <> all (v_skip)
       and (m.for_group is null or m.for_group = i_c.consumer_group)
     order by m.seq
     limit 1;
-    if v_head is null then
-        return;
-    end if;
-    o_offset_lag := greatest(0, i_p.next_seq - v_head
-                                - (select count(*) from unnest(v_skip) x where x > v_head));
+    o_offset_lag := coalesce(o_offset_lag, 0);
 end
 $$;
 

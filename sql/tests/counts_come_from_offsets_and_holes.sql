@@ -2,7 +2,8 @@
 -- next offset, its lowest stored one and the holes that deletes left above that
 -- (migrations/0018_partition_holes.sql), kept by the delete trigger of regina.messages. Through
 -- deletes in the middle, below and above the lowest head, at the top, of a prefix and of
--- everything, they stay equal to counting the stored messages one by one.
+-- everything, they stay equal to counting the stored messages one by one. A group's lag
+-- (70_consumer_groups.sql, _group_lag) leaves out the holes beyond its head as well.
 
 -- `total` and `completed` of partition i_partition of queue `hq` (one group: completed is what
 -- lies below its head), as _partition_counts gives them and as counting the rows gives them, and
@@ -94,5 +95,52 @@ begin
     assert not exists (select 1 from regina.partition_holes h
                        where h.partition_id not in (select p.id from regina.partitions p)),
         'the holes of a deleted partition go with it';
+end
+$$;
+
+-- Lag of group g on partition i_partition of queue `hq`: as the consumer-group detail gives it,
+-- and as counting the stored messages g has not settled gives it.
+create function pg_temp.lag_of_g(i_partition text, i_now timestamptz) returns bigint[]
+language sql as $$
+    select array[
+        (select (e ->> 'offsetLag')::bigint
+         from json_array_elements(regina.consumer_group_detail('g', '{"queue":"hq"}', i_now)
+                                  -> 'hq' -> 'partitions') e
+         where e ->> 'partition' = i_partition),
+        (select count(*) from regina.messages m
+         join regina.partitions p on p.id = m.partition_id
+         join regina.cursors c on c.partition_id = p.id and c.consumer_group = 'g'
+         where p.name = i_partition and m.seq >= c.next_seq
+           and m.seq <> all (c.marks || c.lease_marks))]
+$$;
+
+-- Lag of group g on partition `l` (http-api.md §4.16: the messages of the partition g has not
+-- settled): deleted offsets beyond the head are not messages, whether g had settled them or not.
+do $$
+declare
+    t0 timestamptz := '2026-03-01T00:00:00Z';
+    v_l bigint;
+    v_lease text;
+begin
+    perform pg_temp.push_numbered('hq', 'l', 'l', 0, 9, t0);
+    v_l := (select p.id from regina.partitions p where p.name = 'l');
+    v_lease := (select r.result ->> 'leaseId'
+                from regina.pop('[{"queue":"hq","partition":"l","consumerGroup":"g","batch":3,
+                                  "subscriptionMode":"all"}]', t0) r);
+    -- l2 settled inside the lease: a mark beyond the head (0).
+    perform regina.ack(jsonb_build_array(jsonb_build_object(
+        'transactionId', 'l2', 'partitionId', (select p.uuid from regina.partitions p
+                                               where p.id = v_l),
+        'leaseId', v_lease, 'consumerGroup', 'g')), t0);
+    assert pg_temp.lag_of_g('l', t0) = array[9, 9]::bigint[],
+           format('a mark: %s', pg_temp.lag_of_g('l', t0));
+    -- l2 (marked) and l5 (not) deleted: holes 2 and 5; eight messages left, none settled.
+    delete from regina.messages m where m.partition_id = v_l and m.seq in (2, 5);
+    assert pg_temp.lag_of_g('l', t0) = array[8, 8]::bigint[],
+           format('a marked hole and a hole: %s', pg_temp.lag_of_g('l', t0));
+    -- The newest one deleted as well.
+    delete from regina.messages m where m.partition_id = v_l and m.seq = 9;
+    assert pg_temp.lag_of_g('l', t0) = array[7, 7]::bigint[],
+           format('the newest: %s', pg_temp.lag_of_g('l', t0));
 end
 $$;
