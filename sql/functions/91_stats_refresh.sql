@@ -75,35 +75,31 @@ create or replace trigger messages_stats_dirty
 
 -- Dead letters: the tallies of their partitions (migrations/0019_dead_letter_tallies.sql), one
 -- row per partition and statement, +k for inserted entries (an upsert that replaces an entry
--- inserts none) and -k for deleted ones; deleted ones also mark their partitions for the next
--- pass, as above.
-create or replace function regina._dead_letters_tally_inserted() returns trigger
+-- inserts none) and -k for deleted ones (statement trigger; `changed` is the transition table of
+-- the inserted or the deleted rows). Deleted ones also mark their partitions, as above.
+create or replace function regina._dead_letters_tally() returns trigger
 language plpgsql as $$
 begin
     insert into regina.dead_letter_tallies (partition_id, n)
-    select b.partition_id, count(*) from born b group by b.partition_id;
+    select c.partition_id, case when tg_op = 'INSERT' then count(*) else -count(*) end
+    from changed c group by c.partition_id;
     return null;
 end
 $$;
 
-create or replace function regina._stats_mark_dead_letters_deleted() returns trigger
-language plpgsql as $$
-begin
-    insert into regina.stats_dirty (partition_id)
-    select distinct g.partition_id from gone g
-    on conflict do nothing;
-    insert into regina.dead_letter_tallies (partition_id, n)
-    select g.partition_id, -count(*) from gone g group by g.partition_id;
-    return null;
-end
-$$;
-
-create or replace trigger dead_letters_tally
-    after insert on regina.dead_letters referencing new table as born
-    for each statement execute function regina._dead_letters_tally_inserted();
+create or replace trigger dead_letters_tally_inserted
+    after insert on regina.dead_letters referencing new table as changed
+    for each statement execute function regina._dead_letters_tally();
+create or replace trigger dead_letters_tally_deleted
+    after delete on regina.dead_letters referencing old table as changed
+    for each statement execute function regina._dead_letters_tally();
 create or replace trigger dead_letters_stats_dirty
     after delete on regina.dead_letters referencing old table as gone
-    for each statement execute function regina._stats_mark_dead_letters_deleted();
+    for each statement execute function regina._stats_mark_deleted();
+-- The first version of the tallies had a trigger and functions of other names.
+drop trigger if exists dead_letters_tally on regina.dead_letters;
+drop function if exists regina._dead_letters_tally_inserted();
+drop function if exists regina._stats_mark_dead_letters_deleted();
 create or replace trigger cursors_stats_dirty
     after delete on regina.cursors referencing old table as gone
     for each statement execute function regina._stats_mark_deleted();

@@ -13,8 +13,7 @@ create function pg_temp.holes_check(i_partition text, i_now timestamptz,
                                     out o_holes bigint[])
 language plpgsql as $$
 declare
-    v_id bigint := (select p.id from regina.partitions p join regina.queues q on q.id = p.queue_id
-                    where q.name = 'hq' and p.name = i_partition);
+    v_id bigint := pg_temp.partition_id('hq', i_partition);
     v_head bigint := (select c.next_seq from regina.cursors c where c.partition_id = v_id);
 begin
     o_counted := (select array[c.total, c.completed]
@@ -123,14 +122,14 @@ declare
     v_lease text;
 begin
     perform pg_temp.push_numbered('hq', 'l', 'l', 0, 9, t0);
-    v_l := (select p.id from regina.partitions p where p.name = 'l');
+    v_l := pg_temp.partition_id('hq', 'l');
     v_lease := (select r.result ->> 'leaseId'
                 from regina.pop('[{"queue":"hq","partition":"l","consumerGroup":"g","batch":3,
                                   "subscriptionMode":"all"}]', t0) r);
     -- l2 settled inside the lease: a mark beyond the head (0).
     perform regina.ack(jsonb_build_array(jsonb_build_object(
-        'transactionId', 'l2', 'partitionId', (select p.uuid from regina.partitions p
-                                               where p.id = v_l),
+        'transactionId', 'l2',
+        'partitionId', (select p.uuid from regina.partitions p where p.id = v_l),
         'leaseId', v_lease, 'consumerGroup', 'g')), t0);
     assert pg_temp.lag_of_g('l', t0) = array[9, 9]::bigint[],
            format('a mark: %s', pg_temp.lag_of_g('l', t0));

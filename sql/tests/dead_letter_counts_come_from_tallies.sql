@@ -12,8 +12,7 @@ create function pg_temp.dlq_check(i_partition text, i_now timestamptz,
                                   out o_counted bigint, out o_direct bigint, out o_rows bigint)
 language plpgsql as $$
 declare
-    v_id bigint := (select p.id from regina.partitions p join regina.queues q on q.id = p.queue_id
-                    where q.name = 'dq' and p.name = i_partition);
+    v_id bigint := pg_temp.partition_id('dq', i_partition);
 begin
     o_counted := (select c.dead_letter from regina._partition_counts(array[v_id], i_now) c);
     o_direct := (select count(*) from regina.dead_letters d where d.partition_id = v_id);
@@ -23,8 +22,7 @@ $$;
 
 create function pg_temp.uuid(i_partition text) returns text
 language sql as $$
-    select p.uuid::text from regina.partitions p join regina.queues q on q.id = p.queue_id
-    where q.name = 'dq' and p.name = i_partition
+    select p.uuid::text from regina.partitions p where p.id = pg_temp.partition_id('dq', i_partition)
 $$;
 
 do $$
@@ -35,7 +33,7 @@ declare
 begin
     perform pg_temp.push_numbered('dq', 'a', 'a', 0, 9, t0);
     perform pg_temp.push_numbered('dq', 'b', 'b', 0, 2, t0);
-    v_b := (select p.id from regina.partitions p where p.name = 'b');
+    v_b := pg_temp.partition_id('dq', 'b');
 
     -- Four entries of a (a0 for two groups), one of b, each written by a statement of its own.
     perform regina.message_dead_letter(pg_temp.uuid('a'), 'a' || i, 'g', 'by hand', t0)
@@ -51,8 +49,7 @@ begin
     -- nothing more to count.
     assert regina._dead_letter(
                (select c from regina.cursors c
-                where c.partition_id = (select p.id from regina.partitions p where p.name = 'a')
-                  and c.consumer_group = 'g'),
+                where c.partition_id = pg_temp.partition_id('dq', 'a') and c.consumer_group = 'g'),
                (select q from regina.queues q where q.name = 'dq'), 0, 3, 'again', t0),
            'the entry of a0 replaced';
     assert (select d.error_message from regina.dead_letters d

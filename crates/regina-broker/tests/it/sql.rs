@@ -87,6 +87,26 @@ async fn installing_twice_changes_nothing() {
     first.shutdown().await;
 }
 
+/// The text of migration `name` of `sql/migrations/`.
+fn migration(name: &str) -> String {
+    std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../sql/migrations")
+            .join(name),
+    )
+    .unwrap()
+}
+
+/// The rows of `sql`, each a name and a number.
+async fn named_numbers(db: &tokio_postgres::Client, sql: &str) -> Vec<(String, i64)> {
+    db.query(sql, &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
+        .collect()
+}
+
 /// Migration 0018 records the holes of the messages stored before it: run again on a database
 /// whose holes were forgotten, it finds the ones the delete trigger had recorded (in the middle of
 /// a partition, at its top, none for a deleted prefix).
@@ -108,17 +128,12 @@ async fn the_holes_migration_finds_the_holes_deletes_left() {
     )
     .await
     .unwrap();
-    let holes = || async {
-        db.query(
+    let holes = || {
+        named_numbers(
+            &db,
             "select p.name, h.seq from regina.partition_holes h
              join regina.partitions p on p.id = h.partition_id order by 1, 2",
-            &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
-        .collect::<Vec<_>>()
     };
     let recorded = holes().await;
     let expected: Vec<(String, i64)> = [("p0", 3), ("p0", 4), ("p0", 10), ("p0", 29), ("p1", 20)]
@@ -130,12 +145,9 @@ async fn the_holes_migration_finds_the_holes_deletes_left() {
     db.batch_execute("truncate regina.partition_holes")
         .await
         .unwrap();
-    let migration = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../sql/migrations/0018_partition_holes.sql"),
-    )
-    .unwrap();
-    db.batch_execute(&migration).await.unwrap();
+    db.batch_execute(&migration("0018_partition_holes.sql"))
+        .await
+        .unwrap();
     assert_eq!(holes().await, expected, "what the migration finds");
 }
 
@@ -161,17 +173,12 @@ async fn the_tallies_migration_counts_the_stored_dead_letters() {
     )
     .await
     .unwrap();
-    let tallies = || async {
-        db.query(
+    let tallies = || {
+        named_numbers(
+            &db,
             "select p.name, t.n from regina.dead_letter_tallies t
              join regina.partitions p on p.id = t.partition_id order by 1, 2",
-            &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)))
-        .collect::<Vec<_>>()
     };
     assert_eq!(
         tallies().await.len(),
@@ -179,12 +186,9 @@ async fn the_tallies_migration_counts_the_stored_dead_letters() {
         "a row per entry, and the wrong ones"
     );
 
-    let migration = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../sql/migrations/0019_dead_letter_tallies.sql"),
-    )
-    .unwrap();
-    db.batch_execute(&migration).await.unwrap();
+    db.batch_execute(&migration("0019_dead_letter_tallies.sql"))
+        .await
+        .unwrap();
     // p0: 10 messages for two groups; p1: t1, t4 and t7 for g1; p2: none.
     assert_eq!(
         tallies().await,
