@@ -4,8 +4,6 @@
 -- a clear and a queue delete, they stay equal to counting the entries one by one, and a recount
 -- folds a partition's tallies into one row.
 
-select pg_advisory_lock(8243108395492638739);   -- the stats pass lock: no pass of the broker
-
 -- The dead letters of partition i_partition of queue `dq` as _partition_counts gives them and as
 -- counting the entries gives them, with the number of tally rows the partition has.
 create function pg_temp.dlq_check(i_partition text, i_now timestamptz,
@@ -93,5 +91,3 @@ begin
     assert not exists (select 1 from regina.dead_letter_tallies t where t.partition_id = v_b),
            'the tallies of a deleted partition';
 end $$;
-
-select pg_advisory_unlock(8243108395492638739);

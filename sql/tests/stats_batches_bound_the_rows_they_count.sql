@@ -4,8 +4,6 @@
 -- count plus the offsets pushed since. A batch cut there with partitions left waiting answers
 -- minus how many it took, so the pass goes on; the counts come out the same.
 
-select pg_advisory_lock(8243108395492638739);
-
 create function pg_temp.total(i_partition text) returns bigint
 language sql as $$
     select s.total from regina.partition_stats s join regina.partitions p on p.id = s.partition_id
@@ -78,5 +76,3 @@ begin
     perform regina.stats_refresh_end(2, t0 + interval '5 seconds');
 end
 $$;
-
-select pg_advisory_unlock(8243108395492638739);

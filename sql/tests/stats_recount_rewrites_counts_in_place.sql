@@ -3,8 +3,6 @@
 -- partition it recounts, and with full pages the new versions and their index entries took a
 -- quarter of a recount batch's insert (docs/benchmarks.md, 2026-12-02).
 
-select pg_advisory_lock(8243108395492638739);   -- the pass lock (see the other stats tests)
-
 create function pg_temp.push_each(i_round integer, i_now timestamptz) returns void
 language sql as $$
     select regina.push((select jsonb_agg(jsonb_build_object(
@@ -41,5 +39,3 @@ begin
             on p.id = s.partition_id where p.name = 'p7') = 2, 'the new counts';
 end
 $$;
-
-select pg_advisory_unlock(8243108395492638739);

@@ -2,10 +2,6 @@
 -- the previous one and only those, in batches; queue sums, group lag, the lag history and the
 -- cluster gauges follow; old metrics history is trimmed in batches.
 
--- The lock a pass holds (the leader's and POST /api/v1/stats/refresh), so the broker serving
--- this database does not refresh in the middle of the test.
-select pg_advisory_lock(8243108395492638739);
-
 create function pg_temp.counts(i_partition text) returns jsonb
 language sql as $$
     select jsonb_build_object('total', s.total, 'pending', s.pending, 'processing', s.processing,
@@ -110,5 +106,3 @@ begin
         'rows within the retention stay';
 end
 $$;
-
-select pg_advisory_unlock(8243108395492638739);

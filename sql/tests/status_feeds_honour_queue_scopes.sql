@@ -2,8 +2,6 @@
 -- scoped feed counts only the queues it allows, and never the `_other` rows of the metrics
 -- history (they may hold any queue).
 
-select pg_advisory_lock(8243108395492638739);   -- no pass of the broker's leader meanwhile
-
 do $$
 declare
     t0 timestamptz := '2026-01-01T10:00:00Z';
@@ -45,5 +43,3 @@ begin
     assert (v -> 'dataPoints' -> 0 ->> 'messages')::int = 1, format('analytics %s', v);
 end
 $$;
-
-select pg_advisory_unlock(8243108395492638739);

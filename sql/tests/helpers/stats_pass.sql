@@ -1,6 +1,5 @@
 -- One pass of the stats refresh at i_now in batches of i_batch partitions, as the leader runs
--- it; returns the partitions recounted. (Tests that call it hold the pass lock first, so the
--- broker serving their database does not refresh in the middle of them.)
+-- it; returns the partitions recounted.
 create function pg_temp.stats_pass(i_now timestamptz, i_batch integer) returns bigint
 language plpgsql as $$
 declare
