@@ -747,6 +747,11 @@ fn instant_before_the_burst(queue: &str) -> String {
     ))
 }
 
+/// A pass of the stats refresh that finds one partition changed.
+const ONE_PARTITION_STATS_PASS: &str = "select regina.stats_refresh_begin(clock_timestamp());
+     select regina.stats_refresh_batch(1000);
+     select regina.stats_refresh_end(1)";
+
 /// Group, queue, stream and transaction calls on one message (or one partition) in tables grown
 /// after their statistics were taken: keyed work only, whatever the partition holds.
 pub const ADMIN: &[&Scenario] = &[
@@ -756,12 +761,7 @@ pub const ADMIN: &[&Scenario] = &[
         stale_statistics: true,
         name: "a stats pass recounting a partition filled with 2n after the statistics",
         setup: |queue, n| filled_after_the_statistics(queue, n),
-        call: |_, _| {
-            "select regina.stats_refresh_begin(clock_timestamp());
-             select regina.stats_refresh_batch(1000);
-             select regina.stats_refresh_end(1)"
-                .to_owned()
-        },
+        call: |_, _| ONE_PARTITION_STATS_PASS.to_owned(),
     },
     &Scenario {
         input: |_| 1,
@@ -781,12 +781,7 @@ pub const ADMIN: &[&Scenario] = &[
                 filled_after_the_statistics(queue, n)
             )
         },
-        call: |_, _| {
-            "select regina.stats_refresh_begin(clock_timestamp());
-             select regina.stats_refresh_batch(1000);
-             select regina.stats_refresh_end(1)"
-                .to_owned()
-        },
+        call: |_, _| ONE_PARTITION_STATS_PASS.to_owned(),
     },
     &Scenario {
         input: |_| 1,
