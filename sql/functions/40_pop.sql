@@ -52,6 +52,35 @@ begin
 end
 $$;
 
+-- The first contacts of a pop call's requests naming a queue, subscribed in (queue, group) order
+-- before anything is claimed (each by the first request that names it, as in arrival order).
+-- Two calls that subscribe the same new groups then take their subscription rows in the same
+-- order: created in request order, each could hold one while it waits for the other's (a
+-- deadlock). A namespace or task request subscribes as it walks its queues (_pop_one).
+create or replace function regina._subscriptions_first(i_reqs regina.pop_request[],
+                                                       i_now timestamptz)
+returns void
+language plpgsql as $$
+declare
+    v_new record;
+begin
+    for v_new in
+        select q.id, k.grp, i_reqs[k.i] as req
+        from (select distinct on (i_reqs[i].queue, grp) i, i_reqs[i].queue as queue, grp
+              from generate_subscripts(i_reqs, 1) i,
+                   coalesce(nullif(i_reqs[i]."consumerGroup", ''), '__QUEUE_MODE__') grp
+              where i_reqs[i].queue is not null
+              order by i_reqs[i].queue, grp, i) k
+        join regina.queues q on q.name = k.queue
+        where not exists (select 1 from regina.subscriptions s
+                          where s.queue_id = q.id and s.consumer_group = k.grp)
+        order by q.id, k.grp
+    loop
+        perform regina._subscription_start(v_new.id, v_new.grp, v_new.req, i_now);
+    end loop;
+end
+$$;
+
 -- Reads up to i_budget deliverable messages from the head of a locked cursor, as wire objects:
 -- the group's messages in offset order, up to the first one not yet visible (delayedProcessing).
 -- Requeued deliveries are always visible, but stay behind an invisible message pushed before
@@ -1077,6 +1106,8 @@ declare
                                              null::regina.pop_request, i_reqs) r);
     v_req regina.pop_request;
     v_claims_only boolean := true;
+    -- Whether the requests name more than one (queue, group).
+    v_groups boolean := false;
     v_one record;
     -- Partitions that requests of this call found busy, for consecutive requests of the same
     -- queues (name or selector) and group (v_busy_key): the requests after them pass those by
@@ -1101,7 +1132,13 @@ begin
     -- again).
     foreach v_req in array v_reqs loop
         v_claims_only := v_claims_only and not coalesce(v_req."autoAck", false);
+        v_groups := v_groups or v_req.queue is distinct from v_reqs[1].queue
+                    or v_req."consumerGroup" is distinct from v_reqs[1]."consumerGroup";
     end loop;
+    -- A call of one queue and group has no order to keep.
+    if v_groups then
+        perform regina._subscriptions_first(v_reqs, v_now);
+    end if;
     if v_claims_only then
         perform set_config('synchronous_commit', 'off', true);
     end if;

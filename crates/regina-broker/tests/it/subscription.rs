@@ -212,3 +212,78 @@ async fn default_subscription_mode_applies_when_a_pop_names_none() {
         "queue mode starts from the beginning"
     );
 }
+
+/// Two pop calls that subscribe the same new groups, each carrying their requests in the opposite
+/// order, never deadlock: a call creates its first contacts in (queue, group) order before it
+/// claims anything. A direct connection holds group `ga`'s new subscription open; a call asking
+/// for `gb` then `ga` is seen waiting for it; that connection then subscribes `gb`. Created in
+/// request order, the call would hold `gb` while it waits for `ga`, and one of the two would fail
+/// with "deadlock detected".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_subscribing_groups_in_opposite_orders_do_not_deadlock() {
+    let (b, api) = start().await;
+    api.push_to("q", "Default", &[json!("m")]).await;
+    let holder = b.db().await;
+    holder
+        .batch_execute(
+            "begin; select * from regina.pop('[{\"queue\": \"q\", \"consumerGroup\": \"ga\"}]')",
+        )
+        .await
+        .expect("ga subscribed, held open");
+    let call = {
+        let db = b.db().await;
+        tokio::spawn(async move {
+            db.query(
+                "select idx, result::text from regina.pop($1::text::jsonb)",
+                &[&json!([
+                    {"queue": "q", "consumerGroup": "gb", "autoAck": true},
+                    {"queue": "q", "consumerGroup": "ga", "autoAck": true}
+                ])
+                .to_string()],
+            )
+            .await
+        })
+    };
+    let watcher = b.db().await;
+    regina_testkit::wait_until("the call waits for ga's subscription", || async {
+        let row = watcher
+            .query_one(
+                "select count(*) from pg_stat_activity \
+                 where wait_event_type = 'Lock' and query like '%regina.pop($1%'",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity");
+        row.get::<_, i64>(0) > 0
+    })
+    .await;
+    holder
+        .batch_execute(
+            "select * from regina.pop('[{\"queue\": \"q\", \"consumerGroup\": \"gb\"}]'); commit",
+        )
+        .await
+        .expect("gb subscribed by the holder, no deadlock");
+    let rows = call
+        .await
+        .expect("call task")
+        .expect("the call ends, no deadlock");
+    let results: Vec<Value> = rows
+        .iter()
+        .map(|r| serde_json::from_str(r.get::<_, &str>(1)).expect("json"))
+        .collect();
+    // The holder leased `m` to each group without acknowledging it, so the call finds both
+    // groups' partition leased: each answers empty.
+    assert_eq!(results.len(), 2, "{results:?}");
+    for r in &results {
+        assert!(r.get("empty").is_some(), "{results:?}");
+    }
+    let subscribed = watcher
+        .query_one(
+            "select count(*) from regina.subscriptions s join regina.queues q on q.id = s.queue_id \
+             where q.name = 'q' and s.consumer_group in ('ga', 'gb')",
+            &[],
+        )
+        .await
+        .expect("subscriptions");
+    assert_eq!(subscribed.get::<_, i64>(0), 2);
+}
