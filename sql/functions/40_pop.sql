@@ -52,18 +52,26 @@ begin
 end
 $$;
 
--- The first contacts of a pop call's requests naming a queue, subscribed in (queue, group) order
--- before anything is claimed (each by the first request that names it, as in arrival order).
--- Two calls that subscribe the same new groups then take their subscription rows in the same
--- order: created in request order, each could hold one while it waits for the other's (a
--- deadlock). A namespace or task request subscribes as it walks its queues (_pop_one).
-create or replace function regina._subscriptions_first(i_reqs regina.pop_request[],
-                                                       i_now timestamptz)
+-- The rows a pop call may wait for that another call may hold, taken in key order before
+-- anything is claimed: the rotation counters of its namespace and task requests (locked as
+-- _pop_queue_order will update them), then the subscriptions of its first contacts with named
+-- queues (each by the first request that names it, as in arrival order). Two calls that carry the
+-- same new groups, or the same selectors, in opposite orders then take those rows in the same
+-- order; taken in request order, each could hold one while it waits for the other's (a deadlock).
+-- A namespace or task request still subscribes as it walks its queues (_pop_one).
+create or replace function regina._pop_lock_order(i_reqs regina.pop_request[], i_now timestamptz)
 returns void
 language plpgsql as $$
 declare
     v_new record;
 begin
+    insert into regina.pop_rotation as t (selector, consumer_group, counter)
+    select distinct coalesce(r.namespace, '') || '/' || coalesce(r.task, ''),
+                    coalesce(nullif(r."consumerGroup", ''), '__QUEUE_MODE__'), 0
+    from unnest(i_reqs) r
+    where r.queue is null
+    order by 1, 2
+    on conflict (selector, consumer_group) do update set counter = t.counter;
     for v_new in
         select q.id, k.grp, i_reqs[k.i] as req
         from (select distinct on (i_reqs[i].queue, grp) i, i_reqs[i].queue as queue, grp
@@ -1106,7 +1114,7 @@ declare
                                              null::regina.pop_request, i_reqs) r);
     v_req regina.pop_request;
     v_claims_only boolean := true;
-    -- Whether the requests name more than one (queue, group).
+    -- Whether the requests name more than one (queue or selector, group).
     v_groups boolean := false;
     v_one record;
     -- Partitions that requests of this call found busy, for consecutive requests of the same
@@ -1133,11 +1141,13 @@ begin
     foreach v_req in array v_reqs loop
         v_claims_only := v_claims_only and not coalesce(v_req."autoAck", false);
         v_groups := v_groups or v_req.queue is distinct from v_reqs[1].queue
+                    or v_req.namespace is distinct from v_reqs[1].namespace
+                    or v_req.task is distinct from v_reqs[1].task
                     or v_req."consumerGroup" is distinct from v_reqs[1]."consumerGroup";
     end loop;
     -- A call of one queue and group has no order to keep.
     if v_groups then
-        perform regina._subscriptions_first(v_reqs, v_now);
+        perform regina._pop_lock_order(v_reqs, v_now);
     end if;
     if v_claims_only then
         perform set_config('synchronous_commit', 'off', true);

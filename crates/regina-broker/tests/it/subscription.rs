@@ -3,6 +3,8 @@
 use serde_json::{json, Value};
 use time::format_description::well_known::Rfc3339;
 
+use regina_testkit::TestBroker;
+
 use crate::support::{enc, start, start_with, ts, Api};
 
 /// Drains everything `group` can get from `queue` (acking each batch), returning the payloads.
@@ -213,43 +215,30 @@ async fn default_subscription_mode_applies_when_a_pop_names_none() {
     );
 }
 
-/// Two pop calls that subscribe the same new groups, each carrying their requests in the opposite
-/// order, never deadlock: a call creates its first contacts in (queue, group) order before it
-/// claims anything. A direct connection holds group `ga`'s new subscription open; a call asking
-/// for `gb` then `ga` is seen waiting for it; that connection then subscribes `gb`. Created in
-/// request order, the call would hold `gb` while it waits for `ga`, and one of the two would fail
-/// with "deadlock detected".
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn calls_subscribing_groups_in_opposite_orders_do_not_deadlock() {
-    let (b, api) = start().await;
-    api.push_to("q", "Default", &[json!("m")]).await;
+/// Runs two pop calls that could deadlock if each took its rows in request order: a direct
+/// connection holds `first` (one request) open; a call of `second_then_first` (two requests) is
+/// seen waiting for it; the holder then runs `second` and commits. Both must end. Returns the
+/// call's results.
+async fn opposite_orders(b: &TestBroker, first: Value, second: Value) -> Vec<Value> {
     let holder = b.db().await;
+    let pop = "select idx, result::text from regina.pop($1::text::jsonb)";
+    holder.batch_execute("begin").await.expect("begin");
     holder
-        .batch_execute(
-            "begin; select * from regina.pop('[{\"queue\": \"q\", \"consumerGroup\": \"ga\"}]')",
-        )
+        .query(pop, &[&json!([first]).to_string()])
         .await
-        .expect("ga subscribed, held open");
+        .expect("first request, held open");
     let call = {
         let db = b.db().await;
-        tokio::spawn(async move {
-            db.query(
-                "select idx, result::text from regina.pop($1::text::jsonb)",
-                &[&json!([
-                    {"queue": "q", "consumerGroup": "gb", "autoAck": true},
-                    {"queue": "q", "consumerGroup": "ga", "autoAck": true}
-                ])
-                .to_string()],
-            )
-            .await
-        })
+        let reqs = json!([second, first]).to_string();
+        tokio::spawn(async move { db.query(pop, &[&reqs]).await })
     };
     let watcher = b.db().await;
-    regina_testkit::wait_until("the call waits for ga's subscription", || async {
+    regina_testkit::wait_until("the call waits for the holder", || async {
         let row = watcher
             .query_one(
                 "select count(*) from pg_stat_activity \
-                 where wait_event_type = 'Lock' and query like '%regina.pop($1%'",
+                 where wait_event_type = 'Lock' and query like '%regina.pop($1%' \
+                   and pid <> pg_backend_pid()",
                 &[],
             )
             .await
@@ -258,26 +247,41 @@ async fn calls_subscribing_groups_in_opposite_orders_do_not_deadlock() {
     })
     .await;
     holder
-        .batch_execute(
-            "select * from regina.pop('[{\"queue\": \"q\", \"consumerGroup\": \"gb\"}]'); commit",
-        )
+        .query(pop, &[&json!([second]).to_string()])
         .await
-        .expect("gb subscribed by the holder, no deadlock");
+        .expect("second request by the holder, no deadlock");
+    holder.batch_execute("commit").await.expect("commit");
     let rows = call
         .await
         .expect("call task")
         .expect("the call ends, no deadlock");
-    let results: Vec<Value> = rows
-        .iter()
+    rows.iter()
         .map(|r| serde_json::from_str(r.get::<_, &str>(1)).expect("json"))
-        .collect();
-    // The holder leased `m` to each group without acknowledging it, so the call finds both
-    // groups' partition leased: each answers empty.
+        .collect()
+}
+
+/// Two pop calls that subscribe the same new groups, each carrying their requests in the opposite
+/// order, never deadlock: a call creates its first contacts in (queue, group) order before it
+/// claims anything. Created in request order, the call would hold `gb` while it waits for `ga`,
+/// which the holder subscribed, and the holder's `gb` would close the cycle ("deadlock
+/// detected").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_subscribing_groups_in_opposite_orders_do_not_deadlock() {
+    let (b, api) = start().await;
+    api.push_to("q", "Default", &[json!("m")]).await;
+    let results = opposite_orders(
+        &b,
+        json!({"queue": "q", "consumerGroup": "ga", "autoAck": true}),
+        json!({"queue": "q", "consumerGroup": "gb", "autoAck": true}),
+    )
+    .await;
+    // The holder took `m` for each group (autoAck), so the call finds nothing for either.
     assert_eq!(results.len(), 2, "{results:?}");
     for r in &results {
-        assert!(r.get("empty").is_some(), "{results:?}");
+        assert_eq!(r["empty"], "empty", "{results:?}");
     }
-    let subscribed = watcher
+    let db = b.db().await;
+    let subscribed = db
         .query_one(
             "select count(*) from regina.subscriptions s join regina.queues q on q.id = s.queue_id \
              where q.name = 'q' and s.consumer_group in ('ga', 'gb')",
@@ -286,4 +290,41 @@ async fn calls_subscribing_groups_in_opposite_orders_do_not_deadlock() {
         .await
         .expect("subscriptions");
     assert_eq!(subscribed.get::<_, i64>(0), 2);
+}
+
+/// The same for namespace pops of one group: each advances its selector's rotation counter, a
+/// row held to commit, so calls take those rows in (selector, group) order too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_popping_namespaces_in_opposite_orders_do_not_deadlock() {
+    let (b, api) = start().await;
+    for (queue, ns) in [("a", "n1"), ("b", "n2")] {
+        let r = api
+            .post(
+                "/api/v1/configure",
+                &json!({"queue": queue, "namespace": ns}),
+            )
+            .await;
+        assert!(r.status == 200 || r.status == 201, "{r:?}");
+        api.push_to(queue, "Default", &[json!(queue)]).await;
+    }
+    let results = opposite_orders(
+        &b,
+        json!({"namespace": "n1", "consumerGroup": "g", "autoAck": true}),
+        json!({"namespace": "n2", "consumerGroup": "g", "autoAck": true}),
+    )
+    .await;
+    assert_eq!(results.len(), 2, "{results:?}");
+    for r in &results {
+        assert_eq!(r["empty"], "empty", "{results:?}");
+    }
+    let db = b.db().await;
+    let turns = db
+        .query_one(
+            "select string_agg(selector || '=' || counter, ',' order by selector) \
+             from regina.pop_rotation where consumer_group = 'g'",
+            &[],
+        )
+        .await
+        .expect("rotation");
+    assert_eq!(turns.get::<_, &str>(0), "n1/=2,n2/=2");
 }
