@@ -10,42 +10,40 @@
 -- never claimed the partition): from the subscription start. Offsets make this O(1): a head at the
 -- partition's end costs no read; otherwise one probe finds the head and its time, and one more
 -- the holes beyond it (retention deletes the oldest messages first, so there are seldom any).
+--
+-- One row, always. A set-returning SQL function of one query, so that the planner inlines it
+-- into the caller's `lateral` (no function call per row; a caught-up cursor is a one-time
+-- filter). Callers may pass a null cursor (a left join) and a null start.
+select regina._drop_outdated('regina._group_lag(regina.partitions, regina.cursors, timestamptz)',
+                             'TABLE(');
 create or replace function regina._group_lag(i_p regina.partitions, i_c regina.cursors,
-                                             i_start_at timestamptz,
-                                             out o_offset_lag bigint, out o_head_at timestamptz)
-language plpgsql stable as $$
-declare
-    v_from bigint;
-    v_skip bigint[];
-begin
-    o_offset_lag := 0;
-    if i_c.partition_id is not null then
-        if i_c.next_seq >= i_p.next_seq then
-            return;
-        end if;
-        v_from := i_c.next_seq;
-        v_skip := i_c.marks || i_c.lease_marks;
-    else
-        -- No cursor, so no requeued delivery for the group: ordinary messages only.
-        v_from := regina._start_seq(i_p.id, i_start_at);
-        v_skip := '{}';
-    end if;
-    -- As regina._head_seq finds the head: its createdAt, and the offsets from it to the end less
-    -- those beyond it that are settled marks or holes.
-    select m.created_at,
-           greatest(0, i_p.next_seq - m.seq
-                       - (select count(*) from unnest(v_skip) x where x > m.seq)
-                       - (select count(*) from regina.partition_holes h
-                          where h.partition_id = i_p.id and h.seq > m.seq
-                            and h.seq <> all (v_skip)))
-    into o_head_at, o_offset_lag
-    from regina.messages m
-    where m.partition_id = i_p.id and m.seq >= v_from and m.seq <> all (v_skip)
-      and (m.for_group is null or m.for_group = i_c.consumer_group)
-    order by m.seq
-    limit 1;
-    o_offset_lag := coalesce(o_offset_lag, 0);
-end
+                                             i_start_at timestamptz)
+returns table (o_offset_lag bigint, o_head_at timestamptz)
+language sql stable rows 1 as $$
+    select coalesce(h.offset_lag, 0), h.created_at
+    from (select 1) one
+    left join lateral (
+        -- As regina._head_seq finds the head: its createdAt, and the offsets from it to the end
+        -- less those beyond it that are settled marks or holes.
+        select m.created_at,
+               greatest(0, i_p.next_seq - m.seq
+                           - (select count(*) from unnest(f.skip) x where x > m.seq)
+                           - (select count(*) from regina.partition_holes ph
+                              where ph.partition_id = i_p.id and ph.seq > m.seq
+                                and ph.seq <> all (f.skip))) as offset_lag
+        from (select case when i_c.partition_id is not null then i_c.next_seq
+                          else regina._start_seq(i_p.id, i_start_at) end as from_seq,
+                     -- No cursor, so no requeued delivery for the group: ordinary messages only.
+                     case when i_c.partition_id is not null then i_c.marks || i_c.lease_marks
+                          else '{}'::bigint[] end as skip
+              where i_c.partition_id is null or i_c.next_seq < i_p.next_seq) f
+        cross join lateral (
+            select mm.seq, mm.created_at from regina.messages mm
+            where mm.partition_id = i_p.id and mm.seq >= f.from_seq and mm.seq <> all (f.skip)
+              and (mm.for_group is null or mm.for_group = i_c.consumer_group)
+            order by mm.seq
+            limit 1) m
+    ) h on true
 $$;
 
 -- Whole seconds from i_then to i_now; 0 when i_then is null.
