@@ -59,19 +59,25 @@ $$;
 -- same new groups, or the same selectors, in opposite orders then take those rows in the same
 -- order; taken in request order, each could hold one while it waits for the other's (a deadlock).
 -- A namespace or task request still subscribes as it walks its queues (_pop_one).
-create or replace function regina._pop_lock_order(i_reqs regina.pop_request[], i_now timestamptz)
+-- i_selectors: whether some request has no queue name (a namespace or task).
+select regina._drop_outdated('regina._pop_lock_order(regina.pop_request[], timestamptz)',
+                             'i_selectors');
+create or replace function regina._pop_lock_order(i_reqs regina.pop_request[], i_now timestamptz,
+                                                  i_selectors boolean)
 returns void
 language plpgsql as $$
 declare
     v_new record;
 begin
-    insert into regina.pop_rotation as t (selector, consumer_group, counter)
-    select distinct coalesce(r.namespace, '') || '/' || coalesce(r.task, ''),
-                    coalesce(nullif(r."consumerGroup", ''), '__QUEUE_MODE__'), 0
-    from unnest(i_reqs) r
-    where r.queue is null
-    order by 1, 2
-    on conflict (selector, consumer_group) do update set counter = t.counter;
+    if i_selectors then
+        insert into regina.pop_rotation as t (selector, consumer_group, counter)
+        select distinct coalesce(r.namespace, '') || '/' || coalesce(r.task, ''),
+                        coalesce(nullif(r."consumerGroup", ''), '__QUEUE_MODE__'), 0
+        from unnest(i_reqs) r
+        where r.queue is null
+        order by 1, 2
+        on conflict (selector, consumer_group) do update set counter = t.counter;
+    end if;
     for v_new in
         select q.id, k.grp, i_reqs[k.i] as req
         from (select distinct on (i_reqs[i].queue, grp) i, i_reqs[i].queue as queue, grp
@@ -1116,6 +1122,7 @@ declare
     v_claims_only boolean := true;
     -- Whether the requests name more than one (queue or selector, group).
     v_groups boolean := false;
+    v_selectors boolean := false;
     v_one record;
     -- Partitions that requests of this call found busy, for consecutive requests of the same
     -- queues (name or selector) and group (v_busy_key): the requests after them pass those by
@@ -1140,6 +1147,7 @@ begin
     -- again).
     foreach v_req in array v_reqs loop
         v_claims_only := v_claims_only and not coalesce(v_req."autoAck", false);
+        v_selectors := v_selectors or v_req.queue is null;
         v_groups := v_groups or v_req.queue is distinct from v_reqs[1].queue
                     or v_req.namespace is distinct from v_reqs[1].namespace
                     or v_req.task is distinct from v_reqs[1].task
@@ -1147,7 +1155,7 @@ begin
     end loop;
     -- A call of one queue and group has no order to keep.
     if v_groups then
-        perform regina._pop_lock_order(v_reqs, v_now);
+        perform regina._pop_lock_order(v_reqs, v_now, v_selectors);
     end if;
     if v_claims_only then
         perform set_config('synchronous_commit', 'off', true);

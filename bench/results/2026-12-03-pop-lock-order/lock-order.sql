@@ -9,10 +9,10 @@ declare
         '[{"queue":"q","consumerGroup":"g1"},{"queue":"q","consumerGroup":"g2"}]') r);
     t timestamptz := clock_timestamp();
 begin
-    perform regina._pop_lock_order(r, now());
+    perform regina._pop_lock_order(r, now(), false);
     t := clock_timestamp();
     for i in 1..20000 loop
-        perform regina._pop_lock_order(r, now());
+        perform regina._pop_lock_order(r, now(), false);
     end loop;
     raise notice 'per call % us', extract(epoch from clock_timestamp() - t) * 1e6 / 20000;
 end
