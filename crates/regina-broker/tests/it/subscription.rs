@@ -217,9 +217,10 @@ async fn default_subscription_mode_applies_when_a_pop_names_none() {
 
 /// Runs two pop calls that could deadlock if each took its rows in request order: a direct
 /// connection holds `first` (one request) open; a call of `second_then_first` (two requests) is
-/// seen waiting for it; the holder then runs `second` and commits. Both must end. Returns the
-/// call's results.
-async fn opposite_orders(b: &TestBroker, first: Value, second: Value) -> Vec<Value> {
+/// seen waiting for it; the holder then runs `second` and commits. Both must end, and the holder
+/// having taken every message (autoAck), the call answers empty to both requests. Returns a
+/// connection for the caller's checks.
+async fn opposite_orders(b: &TestBroker, first: Value, second: Value) -> tokio_postgres::Client {
     let holder = b.db().await;
     let pop = "select idx, result::text from regina.pop($1::text::jsonb)";
     holder.batch_execute("begin").await.expect("begin");
@@ -255,9 +256,15 @@ async fn opposite_orders(b: &TestBroker, first: Value, second: Value) -> Vec<Val
         .await
         .expect("call task")
         .expect("the call ends, no deadlock");
-    rows.iter()
+    let results: Vec<Value> = rows
+        .iter()
         .map(|r| serde_json::from_str(r.get::<_, &str>(1)).expect("json"))
-        .collect()
+        .collect();
+    assert_eq!(results.len(), 2, "{results:?}");
+    for r in &results {
+        assert_eq!(r["empty"], "empty", "{results:?}");
+    }
+    watcher
 }
 
 /// Two pop calls that subscribe the same new groups, each carrying their requests in the opposite
@@ -269,18 +276,12 @@ async fn opposite_orders(b: &TestBroker, first: Value, second: Value) -> Vec<Val
 async fn calls_subscribing_groups_in_opposite_orders_do_not_deadlock() {
     let (b, api) = start().await;
     api.push_to("q", "Default", &[json!("m")]).await;
-    let results = opposite_orders(
+    let db = opposite_orders(
         &b,
         json!({"queue": "q", "consumerGroup": "ga", "autoAck": true}),
         json!({"queue": "q", "consumerGroup": "gb", "autoAck": true}),
     )
     .await;
-    // The holder took `m` for each group (autoAck), so the call finds nothing for either.
-    assert_eq!(results.len(), 2, "{results:?}");
-    for r in &results {
-        assert_eq!(r["empty"], "empty", "{results:?}");
-    }
-    let db = b.db().await;
     let subscribed = db
         .query_one(
             "select count(*) from regina.subscriptions s join regina.queues q on q.id = s.queue_id \
@@ -307,17 +308,12 @@ async fn calls_popping_namespaces_in_opposite_orders_do_not_deadlock() {
         assert!(r.status == 200 || r.status == 201, "{r:?}");
         api.push_to(queue, "Default", &[json!(queue)]).await;
     }
-    let results = opposite_orders(
+    let db = opposite_orders(
         &b,
         json!({"namespace": "n1", "consumerGroup": "g", "autoAck": true}),
         json!({"namespace": "n2", "consumerGroup": "g", "autoAck": true}),
     )
     .await;
-    assert_eq!(results.len(), 2, "{results:?}");
-    for r in &results {
-        assert_eq!(r["empty"], "empty", "{results:?}");
-    }
-    let db = b.db().await;
     let turns = db
         .query_one(
             "select string_agg(selector || '=' || counter, ',' order by selector) \
