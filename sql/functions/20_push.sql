@@ -15,7 +15,7 @@
 -- means both `>=` and `<=`.
 create or replace function regina._stored_key(i_partition_id bigint, i_transaction_id text,
                                               out o_id uuid, out o_seq bigint)
-language plpgsql stable set enable_sort = off as $$
+language plpgsql stable set enable_sort = off set jit = off as $$
 begin
     select m.id, m.seq into o_id, o_seq from regina.messages m
     where m.partition_id = i_partition_id
@@ -28,7 +28,7 @@ $$;
 
 -- _stored_key of every item of a push, in item order: the stored message id of its key, or null.
 create or replace function regina._stored_keys(i_items regina.push_item[]) returns uuid[]
-language plpgsql stable set enable_sort = off as $$
+language plpgsql stable set enable_sort = off set jit = off as $$
 begin
     return array(select s.id
                  from unnest(i_items) with ordinality i
@@ -242,7 +242,11 @@ returns table (idx integer, result jsonb)
 -- (about 0.4 ms of planning for a one-message push). Every statement here is keyed lookups, and
 -- a generic plan lives as long as the session: one made while a table was small (a new
 -- database) must not scan that table once it has grown, hence no sequential scans at all.
-language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
+-- A function that turns a plan method off also turns JIT off: where the method is unavoidable
+-- (a one-row table, a sort) the plan's cost counts it at 10^10, far over `jit_above_cost`, and
+-- PostgreSQL would compile the statement at every call, 20-200 ms of CPU each time.
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off
+    set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.push_item[];

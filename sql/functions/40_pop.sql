@@ -507,7 +507,7 @@ create or replace function regina._ready_candidates(i_queue_id bigint, i_group t
                                                     i_limit integer,
                                                     out o_partition_ids bigint[],
                                                     out o_eligible_ats timestamptz[])
-language plpgsql set enable_bitmapscan = off set enable_sort = off as $$
+language plpgsql set enable_bitmapscan = off set enable_sort = off set jit = off as $$
 begin
     select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
            coalesce(array_agg(r.eligible_at order by r.eligible_at, r.partition_id), '{}')
@@ -527,7 +527,7 @@ $$;
 create or replace function regina._ready_next(i_queue_id bigint, i_group text,
                                               i_after timestamptz)
 returns timestamptz
-language plpgsql set enable_bitmapscan = off set enable_sort = off as $$
+language plpgsql set enable_bitmapscan = off set enable_sort = off set jit = off as $$
 begin
     return (select r.eligible_at from regina.ready r
             where r.queue_id = i_queue_id and r.consumer_group = i_group
@@ -1112,7 +1112,8 @@ select regina._drop_outdated('regina.pop(jsonb, timestamptz)', 'quiet');
 create or replace function regina.pop(i_reqs jsonb, i_now timestamptz default null)
 returns table (idx integer, result json, events json, quiet text)
 -- Generic plans without sequential scans, as for regina.push.
-language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off
+    set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     -- The requests, read once into their declared shape (migrations/0014_request_types.sql).

@@ -233,7 +233,8 @@ create or replace function regina.ack(i_acks jsonb, i_now timestamptz default nu
 returns table (idx integer, result jsonb, wake_queue text, wake_group text, queue_name text,
                acked text, dead_lettered integer, leases_expired integer)
 -- Generic plans without sequential scans, as for regina.push.
-language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off as $$
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off
+    set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_items regina.ack_item[];

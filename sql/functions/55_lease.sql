@@ -76,7 +76,7 @@ create or replace function regina.lease_sweep(i_limit integer default 1000,
 returns table (queue_name text, consumer_group text, dead_lettered boolean)
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_c regina.cursors;

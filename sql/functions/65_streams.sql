@@ -282,7 +282,7 @@ returns table (idx integer, result jsonb, wake_queue text, wake_group text, queu
                acked text, dead_lettered integer, leases_expired integer, kind text)
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_query_id uuid := (i_req ->> 'query_id')::uuid;

@@ -39,7 +39,7 @@ create or replace function regina.consumer_group_seek(i_req jsonb, i_now timesta
 returns jsonb
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_group text := i_req ->> 'consumerGroup';

@@ -96,7 +96,8 @@ create or replace function regina._partition_trim(i_q regina.queues, i_job text,
 -- The doomed messages are read in offset order and the read stops at i_limit: no sequential or
 -- bitmap scans and no sorts, so a plan made from statistics that call the partition tiny cannot
 -- read it whole and sort it.
-language plpgsql set enable_seqscan = off set enable_bitmapscan = off set enable_sort = off as $$
+language plpgsql set enable_seqscan = off set enable_bitmapscan = off set enable_sort = off
+    set jit = off as $$
 declare
     v_p regina.partitions;
     v_cursors integer;
@@ -231,7 +232,7 @@ create or replace function regina._trim_run(i_job text, i_limit integer, i_now t
 returns table (queue_name text, removed bigint, busy integer, completed bigint, more boolean)
 -- Keyed lookups and index ranges only (the functions it calls too): a plan made from statistics
 -- that call a table tiny must not scan it whole once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_position regina.job_positions;
     v_q regina.queues;

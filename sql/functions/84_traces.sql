@@ -40,7 +40,7 @@ create or replace function regina.trace_record(i_req jsonb, i_data json,
 returns json
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_id uuid := (i_req ->> 'id')::uuid;
@@ -119,7 +119,7 @@ $$;
 create or replace function regina.traces_by_message(i_query jsonb) returns json
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql stable set enable_seqscan = off as $$
+language plpgsql stable set enable_seqscan = off set jit = off as $$
 declare
     v_p regina.partitions;
 begin

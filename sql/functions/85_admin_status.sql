@@ -92,7 +92,7 @@ $$;
 create or replace function regina._message_summary(i_m regina.messages, i_group text,
                                                    i_now timestamptz)
 returns jsonb
-language plpgsql stable set enable_seqscan = off as $$
+language plpgsql stable set enable_seqscan = off set jit = off as $$
 declare
     v jsonb;
 begin

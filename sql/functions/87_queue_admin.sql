@@ -9,7 +9,7 @@
 create or replace function regina.queue_delete(i_queue text) returns json
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_q regina.queues;
 begin
@@ -43,7 +43,7 @@ create or replace function regina.queue_clear(i_queue text, i_partition text def
 returns table (result json, wake_groups text[], partition_missing boolean)
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_q regina.queues;
     v_partition_ids bigint[];

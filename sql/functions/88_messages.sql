@@ -29,7 +29,7 @@ create or replace function regina._messages_open(i_cursor refcursor, i_partition
                                                  i_to timestamptz)
 returns refcursor
 language plpgsql set plan_cache_mode = force_custom_plan set enable_seqscan = off
-    set enable_sort = off as $$
+    set enable_sort = off set jit = off as $$
 declare
     v_lo bigint := 0;
     v_hi bigint;
@@ -77,7 +77,7 @@ create or replace function regina._messages_merge_open(i_cursor refcursor,
                                                        i_from timestamptz, i_to timestamptz)
 returns refcursor
 language plpgsql set plan_cache_mode = force_custom_plan set enable_seqscan = off
-    set enable_sort = off as $$
+    set enable_sort = off set jit = off as $$
 begin
     open i_cursor for
     select x.m, p, q, x.n = i_k as kth
@@ -279,7 +279,7 @@ create or replace function regina.message_detail(i_partition_id text, i_transact
 returns json
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql stable set enable_seqscan = off as $$
+language plpgsql stable set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;

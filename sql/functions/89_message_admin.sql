@@ -62,7 +62,7 @@ create or replace function regina.message_delete(i_partition_id text, i_transact
 returns json
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;
@@ -141,7 +141,7 @@ create or replace function regina.message_requeue(i_partition_id text, i_transac
 returns table (result json, wake_queue text)
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;
@@ -233,7 +233,7 @@ create or replace function regina.message_dead_letter(i_partition_id text, i_tra
 returns json
 -- Keyed lookups only: a plan made from statistics that call a table tiny must not scan it whole
 -- once it has grown.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_p regina.partitions;

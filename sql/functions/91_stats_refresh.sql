@@ -39,7 +39,7 @@ $$;
 -- partition may see a lower offset than the one that stays: it then keeps holes below it, which
 -- the counts pass over.
 create or replace function regina._stats_mark_messages_deleted() returns trigger
-language plpgsql set enable_nestloop = off set enable_mergejoin = off as $$
+language plpgsql set enable_nestloop = off set enable_mergejoin = off set jit = off as $$
 declare
     v_ids bigint[];
     v_lows bigint[];
@@ -147,7 +147,7 @@ create or replace function regina.stats_refresh_begin(i_now timestamptz default 
                                                       i_scan integer default 100000)
 returns bigint
 -- Keyed lookups and index ranges only: a scan of a whole table would undo the window.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_since timestamptz;
@@ -250,7 +250,7 @@ create or replace function regina.stats_refresh_batch(i_limit integer,
 returns integer
 -- Every count is an index range of one partition: a plan made while the tables were small must
 -- not scan them once per partition.
-language plpgsql set enable_seqscan = off as $$
+language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_ids bigint[];

@@ -369,7 +369,7 @@ $$;
 create or replace function regina.status_queue_messages(i_query jsonb,
                                                         i_now timestamptz default null)
 returns table (total bigint, body json)
-language plpgsql set enable_seqscan = off set enable_bitmapscan = off as $$
+language plpgsql set enable_seqscan = off set enable_bitmapscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
     v_limit integer := coalesce((i_query ->> 'limit')::integer, 50);

@@ -65,6 +65,8 @@ impl PlanProbe {
     /// A session on `database_url` with `auto_explain` logging every statement (nested ones
     /// included) with actual row counts, as JSON notices to this client. The session keeps the
     /// server's plan settings: the functions under test choose their own (`plan_cache_mode`).
+    /// JIT must be available and on at its default thresholds, as on a default server, so that
+    /// a statement that would be compiled is seen compiled.
     pub async fn connect(database_url: &str) -> PlanProbe {
         let (client, mut connection) = tokio_postgres::connect(database_url, NoTls).await.unwrap();
         let (sender, notices) = mpsc::unbounded_channel();
@@ -89,6 +91,18 @@ impl PlanProbe {
             )
             .await
             .unwrap();
+        let jit = client
+            .query_one(
+                "select pg_jit_available() and current_setting('jit')::boolean
+                        and current_setting('jit_above_cost')::float8 = 100000",
+                &[],
+            )
+            .await
+            .unwrap();
+        assert!(
+            jit.get::<_, bool>(0),
+            "the plan probe needs JIT available and on at its default thresholds"
+        );
         PlanProbe { client, notices }
     }
 
@@ -114,6 +128,8 @@ impl PlanProbe {
         // A statement after the call: its notices arrive after every notice of the call.
         self.client.batch_execute("select 1").await.unwrap();
         let mut work = CallWork::default();
+        // Statements that PostgreSQL compiled with JIT (their start), which none should be.
+        let mut compiled = Vec::new();
         while let Ok(notice) = self.notices.try_recv() {
             let Some(start) = notice.find('{') else {
                 continue;
@@ -127,7 +143,17 @@ impl PlanProbe {
             let statement: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
             let statement: String = statement.chars().take(90).collect();
             collect_nodes(&plan["Plan"], &statement, &mut work.nodes);
+            if plan["JIT"]["Functions"].as_f64().unwrap_or(0.0) > 0.0 {
+                compiled.push(statement);
+            }
         }
+        // A statement compiled by JIT costs 20-200 ms of CPU at every execution, more than any
+        // of these statements costs to run: a function that turns a plan method off (which
+        // counts that method at 10^10 where it is unavoidable) must turn JIT off too.
+        assert!(
+            compiled.is_empty(),
+            "statements compiled by JIT in `{sql}`: {compiled:?}"
+        );
         work
     }
 

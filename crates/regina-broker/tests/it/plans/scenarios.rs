@@ -132,6 +132,16 @@ fn pop_call(queue: &str, n: usize, batch: usize, partitions: usize, auto_ack: bo
     )
 }
 
+/// A lease pop of one message of group `g` by namespace: a queue's namespace is its name up to
+/// its first dot, so that of `queue` (a name without one) is `queue` itself.
+fn namespace_pop_call(queue: &str, n: usize) -> String {
+    format!(
+        "select count(*) from regina.pop('[{{\"namespace\": \"{queue}\", \"consumerGroup\": \"g\",
+             \"batch\": 1, \"partitions\": 1, \"leaseId\": \"{}\"}}]')",
+        lease(n)
+    )
+}
+
 /// Acks (`status`) of every message delivered under the lease of size `n`, as `regina.ack`
 /// takes them.
 fn lease_acks(n: usize, status: &str) -> String {
@@ -429,6 +439,14 @@ pub const SINGLES: &[&Scenario] = &[
         name: "autoAck pop of one message in a group with 2n cursors",
         setup: |queue, n| one_new_message_among(queue, n),
         call: |queue, n| pop_call(queue, n + 1, 1, 1, true),
+    },
+    &Scenario {
+        input: |_| 1,
+        own_database: false,
+        stale_statistics: false,
+        name: "namespace pop of one message in a group with 2n cursors",
+        setup: |queue, n| one_new_message_among(queue, n),
+        call: |queue, n| namespace_pop_call(queue, n + 1),
     },
     &Scenario {
         input: |_| 1,
