@@ -324,12 +324,13 @@ impl Api {
         .await
     }
 
-    /// Waits until this instance reports at least `n` parked long-polls (`GET /metrics`), so a
-    /// test acts only after a pop is known to wait.
+    /// Waits until this instance reports at least `n` parked long-polls (`GET /metrics`,
+    /// `longPoll.parked`), so a test acts only after a pop is known to wait: past its first
+    /// attempt, which a database outage would still answer with `503`.
     pub async fn wait_for_waiters(&self, n: u64) {
         eventually(&format!("{n} parked pops"), || async {
             let m = self.get("/metrics").await;
-            match m.body["longPoll"]["waiters"].as_u64() {
+            match m.body["longPoll"]["parked"].as_u64() {
                 Some(waiters) if m.status == 200 && waiters >= n => Ok(()),
                 _ => Err(m),
             }

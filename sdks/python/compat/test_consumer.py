@@ -99,10 +99,10 @@ def test_long_poll_returns_a_message_pushed_while_waiting() -> None:
         builder = queen.queue(queue).group("waiter").batch(1).wait(True)
         if hasattr(builder, "timeout_millis"):
             builder = builder.timeout_millis(30_000)
-        parked = http("GET", "/metrics").json()["longPoll"]["waiters"]
+        parked = http("GET", "/metrics").json()["longPoll"]["parked"]
         waiting = asyncio.ensure_future(builder.pop())
         deadline = time.monotonic() + 20
-        while http("GET", "/metrics").json()["longPoll"]["waiters"] <= parked:
+        while http("GET", "/metrics").json()["longPoll"]["parked"] <= parked:
             assert time.monotonic() < deadline, "the pop never parked"
             await asyncio.sleep(0.02)
         await queen.queue(queue).push([{"data": "wake"}])

@@ -3837,6 +3837,7 @@ export interface operations {
                             waitingRequests?: number;
                         };
                         longPoll?: {
+                            parked?: number;
                             waiters?: number;
                         };
                         memory?: {

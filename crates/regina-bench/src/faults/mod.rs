@@ -412,14 +412,15 @@ const WAKE_POP_TIMEOUT_MS: u64 = 30_000;
 /// against a broken broker, not a claim about speed.
 const WAIT_MAX: Duration = Duration::from_secs(60);
 
-/// Waits until the broker at `base` reports a parked pop (`GET /metrics`).
+/// Waits until the broker at `base` reports a parked pop (`GET /metrics`, `longPoll.parked`:
+/// past its first attempt, which an outage would still answer with `503`).
 async fn parked_wait(base: &str) -> anyhow::Result<()> {
     let mut metrics = HttpConn::new(base);
     let started = Instant::now();
     loop {
         let (status, body) = metrics.send("GET", "/metrics", None).await?;
         let parsed: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        if status == 200 && parsed["longPoll"]["waiters"].as_u64().unwrap_or(0) >= 1 {
+        if status == 200 && parsed["longPoll"]["parked"].as_u64().unwrap_or(0) >= 1 {
             return Ok(());
         }
         anyhow::ensure!(

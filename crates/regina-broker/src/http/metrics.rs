@@ -47,7 +47,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
         },
         "memory": {"rssBytes": process.rss_bytes},
         "cpu": {"userSeconds": process.user_seconds, "systemSeconds": process.system_seconds},
-        "longPoll": {"waiters": shared.waiters.len()},
+        "longPoll": {"waiters": shared.waiters.len(), "parked": shared.waiters.parked()},
     });
     json_response(StatusCode::OK, body.to_string())
 }

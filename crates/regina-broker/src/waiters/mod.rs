@@ -149,6 +149,18 @@ impl Waiters {
         self.lock().count
     }
 
+    /// Waiters parked now: past their first pop attempt and waiting for an event or a timer. A
+    /// registered waiter that is not parked is running an attempt (its first, which a database
+    /// outage still ends with `503`, or a retry).
+    pub(crate) fn parked(&self) -> usize {
+        let registry = self.lock();
+        let queued = registry.queues.values().flat_map(BTreeMap::values);
+        queued
+            .chain(registry.selectors.values())
+            .filter(|e| e.parked)
+            .count()
+    }
+
     /// Waiters registered now on each queue (namespace/task waiters are on none).
     pub(crate) fn per_queue(&self) -> HashMap<String, usize> {
         let registry = self.lock();

@@ -420,3 +420,32 @@ mod quiet {
         assert_eq!(Waiters::new(0).quiet_ask("q", "g"), None);
     }
 }
+
+#[tokio::test]
+async fn only_waiters_inside_park_count_as_parked() {
+    let waiters = Arc::new(Waiters::new(100));
+    let queued = waiters.register(queue_key(None, "g")).expect("room");
+    let selector = waiters
+        .register(WaitKey::Selector { group: "g".into() })
+        .expect("room");
+    // Registered, "running their first pop attempt": waiters, not parked.
+    assert_eq!((waiters.len(), waiters.parked()), (2, 0));
+
+    let far = Instant::now() + Duration::from_secs(3600);
+    let park = tokio::spawn(async move {
+        let woken = queued.park_until(far).await;
+        (woken, queued)
+    });
+    while waiters.parked() < 1 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!((waiters.len(), waiters.parked()), (2, 1));
+
+    waiters.push_committed("q", &["p"]);
+    let (woken, queued) = park.await.expect("the parked task ends");
+    assert!(woken, "the push woke it, not its timer");
+    // Woken, it runs an attempt again: still a waiter, no longer parked.
+    assert_eq!((waiters.len(), waiters.parked()), (2, 0));
+    drop((queued, selector));
+    assert_eq!((waiters.len(), waiters.parked()), (0, 0));
+}

@@ -187,7 +187,10 @@ fn metrics() -> Value {
             "cpu",
             object(&[("userSeconds", number()), ("systemSeconds", number())]),
         ),
-        ("longPoll", object(&[("waiters", integer())])),
+        (
+            "longPoll",
+            object(&[("waiters", integer()), ("parked", integer())]),
+        ),
     ])
 }
 
