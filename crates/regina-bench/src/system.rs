@@ -79,6 +79,7 @@ impl Cluster {
             data_dir: PathBuf::from(CLUSTER_DIR),
             port: cluster_port()?,
             fast_unsafe: false,
+            memory: false,
         };
         let start = {
             let options = options.clone();

@@ -4,6 +4,7 @@
 //! need it starts it under a file lock, the others reuse it, and nobody here stops it (`make test`
 //! does, at the end). Each test gets its own database, copied from a template that holds the
 //! migrated schema; the template's name is a hash of `sql/`, so editing the SQL builds a new one.
+//! A new cluster keeps its data in memory when it can (see [`memory_requested`]).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -20,6 +21,8 @@ use tokio_postgres::error::SqlState;
 /// development cluster of `regina serve` uses 55432, outside this range.
 const TEST_PORT_BASE: u16 = 20_000;
 const TEST_PORT_SPAN: u16 = 12_000;
+/// The environment variable that keeps a new test cluster on disk (value `0`).
+const MEMORY_VAR: &str = "REGINA_TEST_PG_MEMORY";
 /// Advisory-lock key serialising template creation across test processes.
 const TEMPLATE_LOCK_KEY: i64 = 0x7265_6769_6e61; // "regina"
 /// `create database … template` fails while a session lingers on the template; retry this often.
@@ -133,12 +136,12 @@ async fn cluster_start() -> Cluster {
             data_dir: requested.clone(),
             port: free_port(&requested),
             fast_unsafe: true,
+            memory: memory_requested(),
         };
         let db = DevDb::start(options).unwrap_or_else(|e| panic!("regina-testkit: {e}"));
-        if db.data_dir() != requested {
+        if db.started() && db.data_dir() != requested {
             eprintln!(
-                "regina-testkit: the postgres user cannot use {}; the test cluster lives in {}",
-                requested.display(),
+                "regina-testkit: the test cluster lives in {}",
                 db.data_dir().display()
             );
         }
@@ -155,6 +158,13 @@ async fn cluster_start() -> Cluster {
     }
     drop(lock);
     cluster
+}
+
+/// Whether a new test cluster may live in memory (`/dev/shm`): yes unless
+/// `REGINA_TEST_PG_MEMORY=0`. Half of a full run's CPU time went to the kernel's file creation
+/// and removal for the databases copied and dropped on a disk file system.
+fn memory_requested() -> bool {
+    std::env::var_os(MEMORY_VAR).is_none_or(|v| v != "0")
 }
 
 /// Drops the databases of test processes that have ended (`t_<pid>_<uuid>` with no such

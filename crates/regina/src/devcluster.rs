@@ -43,6 +43,7 @@ impl DevCluster {
             data_dir,
             port: DEV_PORT,
             fast_unsafe: false,
+            memory: false,
         };
         let db = tokio::task::spawn_blocking(move || DevDb::start(options))
             .await

@@ -33,6 +33,7 @@ impl Database {
             data_dir: dir.join("pg"),
             port: free_port()?,
             fast_unsafe: false,
+            memory: false,
         };
         let db = {
             let options = options.clone();

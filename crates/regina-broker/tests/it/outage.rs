@@ -30,6 +30,7 @@ impl PrivateCluster {
                 .join(format!("regina-outage-{}", uuid::Uuid::new_v4().simple())),
             port,
             fast_unsafe: true,
+            memory: false,
         };
         let handle = Arc::new(Self::run(options.clone()).await);
         handle
