@@ -18,6 +18,11 @@ TEST_PG_DIR := $(TARGET_DIR)/regina-test-pg
 DEV_DIR := $(CURDIR)/.regina
 REGINA := $(TARGET_DIR)/release/regina
 BENCH := $(TARGET_DIR)/release/regina-bench
+# The build that the fault runs, the SDK suites and the dashboard's tests run against: the release
+# build when they are run on their own, the debug one within `make test` (CHECK_PROFILE=dev),
+# which its Rust tests have just built; a release build would add minutes to every CI run.
+CHECK_PROFILE ?= release
+CHECK_BIN := $(TARGET_DIR)/$(if $(filter dev,$(CHECK_PROFILE)),debug,$(CHECK_PROFILE))
 
 .PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-push \
   bench-sweep bench-smoke explain faults sdk-test compat dashboard dashboard-test
@@ -42,9 +47,9 @@ test: ensure-postgres ## Every test: format check, clippy, Rust tests, fault run
 	$(MAKE) --no-print-directory openapi-check
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
 	  bash scripts/pg-stop.sh "$(TEST_PG_DIR)"; exit $$status
-	$(MAKE) --no-print-directory faults
-	$(MAKE) --no-print-directory sdk-test
-	$(MAKE) --no-print-directory dashboard-test
+	$(MAKE) --no-print-directory faults CHECK_PROFILE=dev
+	$(MAKE) --no-print-directory sdk-test CHECK_PROFILE=dev
+	$(MAKE) --no-print-directory dashboard-test CHECK_PROFILE=dev
 
 lint: ## Format check and clippy with warnings as errors
 	$(CARGO) fmt --all --check
@@ -95,21 +100,21 @@ explain: ensure-postgres ## EXPLAIN of every admin, status and analytics stateme
 FAULT_SECONDS ?= 15
 
 faults: ensure-postgres ## Fault runs: broker kill -9, database outage, overload, two brokers, hostile input (FAULT_SECONDS each)
-	$(CARGO) build --release -p regina -p regina-bench
-	$(BENCH) fault --seconds $(FAULT_SECONDS) $(FAULT_ARGS)
+	$(CARGO) build --profile $(CHECK_PROFILE) -p regina -p regina-bench
+	$(CHECK_BIN)/regina-bench fault --seconds $(FAULT_SECONDS) $(FAULT_ARGS)
 
 # The SDKs whose suites `make sdk-test` runs (each has a test.sh that installs what it needs).
 SDKS ?= typescript python go
 
 sdk-test: ensure-postgres ## SDK suites (unit, conformance scenarios, README samples) against a live broker
-	$(CARGO) build --release -p regina
+	$(CARGO) build --profile $(CHECK_PROFILE) -p regina
 	@status=0; for sdk in $(SDKS); do \
-	  echo "== sdks/$$sdk"; REGINA_BIN=$(REGINA) bash sdks/$$sdk/test.sh || status=1; \
+	  echo "== sdks/$$sdk"; REGINA_BIN=$(CHECK_BIN)/regina bash sdks/$$sdk/test.sh || status=1; \
 	done; exit $$status
 
 compat: ensure-postgres ## Compatibility matrix: every queen-mq release of PyPI (own virtualenvs) against a live broker; table in target/queen-compat/
-	$(CARGO) build --release -p regina
-	REGINA_BIN=$(REGINA) bash sdks/python/compat/matrix.sh $(COMPAT_RELEASES)
+	$(CARGO) build --profile $(CHECK_PROFILE) -p regina
+	REGINA_BIN=$(CHECK_BIN)/regina bash sdks/python/compat/matrix.sh $(COMPAT_RELEASES)
 
 dashboard: ## Build the web dashboard into dashboard/dist (npm ci when needed); the next broker build embeds it
 	@bash scripts/dashboard-build.sh
@@ -117,5 +122,5 @@ dashboard: ## Build the web dashboard into dashboard/dist (npm ci when needed); 
 dashboard-test: ensure-postgres ## Dashboard: type-check, lint, browser tests (headless Chromium) against a live broker
 	@bash scripts/dashboard-build.sh
 	cd dashboard && npm run --silent typecheck && npm run --silent lint
-	$(CARGO) build --release -p regina
-	REGINA_BIN=$(REGINA) SCREENSHOT_DIR=$(TARGET_DIR)/dashboard-screenshots bash dashboard/e2e/run.sh
+	$(CARGO) build --profile $(CHECK_PROFILE) -p regina
+	REGINA_BIN=$(CHECK_BIN)/regina SCREENSHOT_DIR=$(TARGET_DIR)/dashboard-screenshots bash dashboard/e2e/run.sh
