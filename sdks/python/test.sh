@@ -6,6 +6,8 @@
 # --ci; `make compat` runs the whole matrix).
 #
 # Usage: sdks/python/test.sh            (REGINA_BIN=path/to/regina skips building the broker)
+# The SDK's tests run on PYTEST_WORKERS parallel workers (pytest-xdist, default 4: most of their
+# time is spent waiting on leases, windows and long polls); every test uses its own queues.
 # Exits non-zero when anything fails.
 set -euo pipefail
 
@@ -33,7 +35,7 @@ status=0
 ../run-tests.sh bash -c '
   status=0
   echo "--- regina SDK: unit, conformance and behaviour tests"
-  .venv/bin/pytest -q -p no:cacheprovider --tb=short tests || status=1
+  .venv/bin/pytest -q -p no:cacheprovider --tb=short -n "${PYTEST_WORKERS:-4}" tests || status=1
   echo "--- queen-mq releases against Regina (compatibility matrix, --ci)"
   compat/matrix.sh --ci || status=1
   exit $status

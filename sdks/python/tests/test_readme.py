@@ -14,8 +14,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from regina import Regina
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -45,22 +43,27 @@ def run_sample(code: str, url: str, suffix: str) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def suffix() -> str:
-    return secrets.token_hex(4)
+def test_samples_run_in_order(regina_url: str) -> None:
+    """One test, not four: the samples share their queues and each needs the one before it, so
+    they must run in order in one process even when the suite runs on parallel workers."""
+    suffix = secrets.token_hex(4)
+    produce_sample(regina_url, suffix)
+    consume_sample(regina_url, suffix)
+    pipeline_sample(regina_url, suffix)
+    stream_sample(regina_url, suffix)
 
 
-def test_produce_sample(regina_url: str, suffix: str) -> None:
+def produce_sample(regina_url: str, suffix: str) -> None:
     assert run_sample(samples()["produce"], regina_url, suffix).strip().endswith("['queued', 'queued']")
 
 
-def test_consume_sample(regina_url: str, suffix: str) -> None:
+def consume_sample(regina_url: str, suffix: str) -> None:
     output = run_sample(samples()["consume"], regina_url, suffix)
     assert "billing customer-42 {'orderId': 1, 'total': 9.5}" in output
     assert output.strip().endswith("billed 2 orders")
 
 
-def test_pipeline_sample(regina_url: str, suffix: str) -> None:
+def pipeline_sample(regina_url: str, suffix: str) -> None:
     assert run_sample(samples()["pipeline"], regina_url, suffix).strip() == "invoiced 2 orders"
     with Regina(regina_url) as client:
         invoices = client.queue(f"invoices-{suffix}").batch(10).auto_ack().pop()
@@ -68,7 +71,7 @@ def test_pipeline_sample(regina_url: str, suffix: str) -> None:
     assert {m.partition for m in invoices} == {"customer-42"}
 
 
-def test_stream_sample(regina_url: str, suffix: str) -> None:
+def stream_sample(regina_url: str, suffix: str) -> None:
     """The stream runs until Ctrl-C: wait for its window total in the sink, then interrupt it."""
     code = prepare(samples()["stream"], regina_url, suffix)
     child = subprocess.Popen(
