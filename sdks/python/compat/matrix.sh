@@ -39,7 +39,7 @@ outer_pip=false
 "$python" -m pip --python "$("$python" -c 'import sys; print(sys.executable)')" --version \
   >/dev/null 2>&1 && outer_pip=true
 
-venv() {  # venv RELEASE: the release's own virtualenv, created (or completed) here
+venv() {  # venv RELEASE: the release's own virtualenv, created (or completed) in $out
   local dir=$out/venv-$1
   local install=(install -q --disable-pip-version-check "queen-mq==$1" "pytest>=7.4")
   if [[ $outer_pip == true ]]; then
@@ -52,12 +52,25 @@ venv() {  # venv RELEASE: the release's own virtualenv, created (or completed) h
   echo "$dir"
 }
 
+# Every virtualenv is prepared first, COMPAT_JOBS at a time (pip mostly waits on the index and
+# on unpacking), each into its own log; the releases' tests then run one after the other.
+export -f venv
+export python out outer_pip
+printf '%s\n' "${releases[@]}" | xargs -P "${COMPAT_JOBS:-4}" -I{} \
+  bash -c 'venv "$1" >/dev/null 2>"$out/venv-$1.log"' _ {} || true
+
 status=0
 for release in "${releases[@]}"; do
   mode=full
   [[ $ci == true && $release != "$newest_0x" ]] && mode=smoke
   echo "--- queen-mq $release ($mode) against Regina"
-  dir=$(venv "$release")
+  dir=$out/venv-$release
+  if [[ ! -x $dir/bin/pytest ]]; then
+    cat "$out/venv-$release.log" >&2
+    echo "matrix: the virtualenv of queen-mq $release could not be prepared" >&2
+    status=1
+    continue
+  fi
   select=()
   [[ $mode == smoke ]] && select=(-m smoke)
   echo "$release $mode" >>"$out/modes.txt"
