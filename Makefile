@@ -23,6 +23,12 @@ BENCH := $(TARGET_DIR)/release/regina-bench
 # which its Rust tests have just built; a release build would add minutes to every CI run.
 CHECK_PROFILE ?= release
 CHECK_BIN := $(TARGET_DIR)/$(if $(filter dev,$(CHECK_PROFILE)),debug,$(CHECK_PROFILE))
+# The debug binaries are the ones `cargo test --workspace` builds (both packages have integration
+# tests): the same command finds them up to date, where a `cargo build` of the two packages would
+# resolve other dependency features and rebuild part of the workspace.
+# `$(call CHECK_BUILD,PACKAGES)` builds what a run needs.
+CHECK_BUILD = $(if $(filter dev,$(CHECK_PROFILE)),$(CARGO) test --workspace --no-run -q,\
+  $(CARGO) build --profile $(CHECK_PROFILE) $(1))
 
 .PHONY: help run build test lint fmt openapi openapi-check migrate clean-db ensure-postgres bench bench-push \
   bench-sweep bench-smoke explain faults sdk-test compat dashboard dashboard-test
@@ -46,7 +52,7 @@ test: ensure-postgres ## Every test: format check, clippy, Rust tests, fault run
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(MAKE) --no-print-directory openapi-check
 	@status=0; $(CARGO) test --workspace --no-fail-fast || status=$$?; \
-	  bash scripts/pg-stop.sh "$(TEST_PG_DIR)"; exit $$status
+	  bash scripts/pg-stop.sh --delete-memory "$(TEST_PG_DIR)"; exit $$status
 	$(MAKE) --no-print-directory faults CHECK_PROFILE=dev
 	$(MAKE) --no-print-directory sdk-test CHECK_PROFILE=dev
 	$(MAKE) --no-print-directory dashboard-test CHECK_PROFILE=dev
@@ -100,20 +106,20 @@ explain: ensure-postgres ## EXPLAIN of every admin, status and analytics stateme
 FAULT_SECONDS ?= 15
 
 faults: ensure-postgres ## Fault runs: broker kill -9, database outage, overload, two brokers, hostile input (FAULT_SECONDS each)
-	$(CARGO) build --profile $(CHECK_PROFILE) -p regina -p regina-bench
+	$(call CHECK_BUILD,-p regina -p regina-bench)
 	$(CHECK_BIN)/regina-bench fault --seconds $(FAULT_SECONDS) $(FAULT_ARGS)
 
 # The SDKs whose suites `make sdk-test` runs (each has a test.sh that installs what it needs).
 SDKS ?= typescript python go
 
 sdk-test: ensure-postgres ## SDK suites (unit, conformance scenarios, README samples) against a live broker
-	$(CARGO) build --profile $(CHECK_PROFILE) -p regina
+	$(call CHECK_BUILD,-p regina)
 	@status=0; for sdk in $(SDKS); do \
 	  echo "== sdks/$$sdk"; REGINA_BIN=$(CHECK_BIN)/regina bash sdks/$$sdk/test.sh || status=1; \
 	done; exit $$status
 
 compat: ensure-postgres ## Compatibility matrix: every queen-mq release of PyPI (own virtualenvs) against a live broker; table in target/queen-compat/
-	$(CARGO) build --profile $(CHECK_PROFILE) -p regina
+	$(call CHECK_BUILD,-p regina)
 	REGINA_BIN=$(CHECK_BIN)/regina bash sdks/python/compat/matrix.sh $(COMPAT_RELEASES)
 
 dashboard: ## Build the web dashboard into dashboard/dist (npm ci when needed); the next broker build embeds it
@@ -122,5 +128,5 @@ dashboard: ## Build the web dashboard into dashboard/dist (npm ci when needed); 
 dashboard-test: ensure-postgres ## Dashboard: type-check, lint, browser tests (headless Chromium) against a live broker
 	@bash scripts/dashboard-build.sh
 	cd dashboard && npm run --silent typecheck && npm run --silent lint
-	$(CARGO) build --profile $(CHECK_PROFILE) -p regina
+	$(call CHECK_BUILD,-p regina)
 	REGINA_BIN=$(CHECK_BIN)/regina SCREENSHOT_DIR=$(TARGET_DIR)/dashboard-screenshots bash dashboard/e2e/run.sh

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Stops the private PostgreSQL cluster that crates/regina-devdb runs in DATA_DIR (following
-# DATA_DIR.location when it fell back to the temp directory); with --delete, also removes it.
-# Usage: scripts/pg-stop.sh [--delete] DATA_DIR
+# DATA_DIR.location when it lives elsewhere: in memory, or the temp-directory fallback); with
+# --delete, also removes it; with --delete-memory, removes it only when it lives in memory
+# (/dev/shm), whose space is the machine's RAM and outlives the checkout.
+# Usage: scripts/pg-stop.sh [--delete | --delete-memory] DATA_DIR
 set -euo pipefail
 
 delete=false
-if [[ ${1:-} == --delete ]]; then
-  delete=true
-  shift
-fi
+delete_memory=false
+case ${1:-} in
+  --delete) delete=true; shift ;;
+  --delete-memory) delete_memory=true; shift ;;
+esac
 requested=$(realpath -m -- "${1:?usage: pg-stop.sh [--delete] DATA_DIR}")
 dir=$requested
 if [[ -f $requested.location ]]; then
@@ -34,6 +37,9 @@ if [[ -f $dir/postmaster.pid && -x $bin/pg_ctl ]]; then
     echo "pg-stop: could not stop the cluster in $dir" >&2
 fi
 
+if $delete_memory && [[ $dir == /dev/shm/* ]]; then
+  delete=true
+fi
 if $delete; then
   rm -rf -- "$dir" "$requested" "$requested.location"
 fi
