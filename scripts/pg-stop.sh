@@ -12,7 +12,7 @@ case ${1:-} in
   --delete) delete=true; shift ;;
   --delete-memory) delete_memory=true; shift ;;
 esac
-requested=$(realpath -m -- "${1:?usage: pg-stop.sh [--delete] DATA_DIR}")
+requested=$(realpath -m -- "${1:?usage: pg-stop.sh [--delete | --delete-memory] DATA_DIR}")
 dir=$requested
 if [[ -f $requested.location ]]; then
   dir=$(cat "$requested.location")

@@ -50,10 +50,7 @@ pub(super) fn data_dir_prepare(
         }
         Err(reason) => reason,
     };
-    let fallback = std::env::temp_dir().join(format!(
-        "regina-pg-{:016x}",
-        fnv1a(requested.as_os_str().as_encoded_bytes())
-    ));
+    let fallback = std::env::temp_dir().join(hashed_name(&requested));
     tracing::warn!(
         requested = %requested.display(),
         fallback = %fallback.display(),
@@ -70,14 +67,15 @@ pub(super) fn data_dir_prepare(
 /// Where the cluster asked for in `requested` lives in memory under `root`: its directory from an
 /// earlier start, else a new one when `root` is a tmpfs with room; `None` keeps it on disk.
 fn memory_dir(root: &Path, requested: &Path) -> Option<PathBuf> {
-    let dir = root.join(format!(
-        "regina-pg-{:016x}",
-        fnv1a(requested.as_os_str().as_encoded_bytes())
-    ));
-    if dir.join("PG_VERSION").exists() {
-        return Some(dir);
-    }
-    let stat = rustix::fs::statfs(root).ok()?;
+    let dir = root.join(hashed_name(requested));
+    (dir.join("PG_VERSION").exists() || tmpfs_with_room(root)).then_some(dir)
+}
+
+/// Whether `root` is a tmpfs with [`MEMORY_FREE_MIN`] free.
+fn tmpfs_with_room(root: &Path) -> bool {
+    let Ok(stat) = rustix::fs::statfs(root) else {
+        return false;
+    };
     let free = stat
         .f_bavail
         .saturating_mul(u64::try_from(stat.f_bsize).unwrap_or(0));
@@ -86,7 +84,16 @@ fn memory_dir(root: &Path, requested: &Path) -> Option<PathBuf> {
         reason = "`f_type` is an i64 on x86-64 glibc but narrower on other targets"
     )]
     let tmpfs = i64::from(stat.f_type) == TMPFS_MAGIC;
-    (tmpfs && free >= MEMORY_FREE_MIN).then_some(dir)
+    tmpfs && free >= MEMORY_FREE_MIN
+}
+
+/// The name of the directory a cluster asked for in `requested` gets elsewhere (in memory, or
+/// under the temp directory): one per requested path, stable across builds.
+fn hashed_name(requested: &Path) -> String {
+    format!(
+        "regina-pg-{:016x}",
+        fnv1a(requested.as_os_str().as_encoded_bytes())
+    )
 }
 
 /// Writes `<requested>.location`, which scripts follow to a cluster that is not in `requested`.
@@ -146,17 +153,9 @@ mod tests {
         dir
     }
 
-    fn memory_root_has_room() -> bool {
-        rustix::fs::statfs(MEMORY_ROOT).is_ok_and(|s| {
-            #[allow(clippy::useless_conversion, reason = "as in `memory_dir`")]
-            let tmpfs = i64::from(s.f_type) == TMPFS_MAGIC;
-            tmpfs && s.f_bavail * u64::try_from(s.f_bsize).unwrap_or(0) >= MEMORY_FREE_MIN
-        })
-    }
-
     #[test]
     fn a_new_cluster_asking_for_memory_lives_in_memory_and_is_recorded() {
-        if !memory_root_has_room() {
+        if !tmpfs_with_room(Path::new(MEMORY_ROOT)) {
             eprintln!("{MEMORY_ROOT} is not a tmpfs with room: nothing to check here");
             return;
         }
@@ -194,10 +193,7 @@ mod tests {
         assert_eq!(memory_dir(Path::new("/proc"), &requested), None);
         // Nor, most often, is the temp directory; a cluster there is found whatever it is on.
         let root = scratch("root");
-        let expected = root.join(format!(
-            "regina-pg-{:016x}",
-            fnv1a(requested.as_os_str().as_encoded_bytes())
-        ));
+        let expected = root.join(hashed_name(&requested));
         fs::create_dir_all(&expected).expect("cluster directory");
         fs::write(expected.join("PG_VERSION"), "15\n").expect("PG_VERSION");
         assert_eq!(memory_dir(&root, &requested), Some(expected));
