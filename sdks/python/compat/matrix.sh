@@ -44,12 +44,11 @@ venv() {  # venv RELEASE: the release's own virtualenv, created (or completed) i
   local install=(install -q --disable-pip-version-check "queen-mq==$1" "pytest>=7.4")
   if [[ $outer_pip == true ]]; then
     [[ -x $dir/bin/python ]] || "$python" -m venv --without-pip "$dir"
-    "$python" -m pip --python "$dir/bin/python" "${install[@]}" >&2
+    "$python" -m pip --python "$dir/bin/python" "${install[@]}"
   else
     [[ -x $dir/bin/python ]] || "$python" -m venv "$dir"
-    "$dir/bin/python" -m pip "${install[@]}" >&2
+    "$dir/bin/python" -m pip "${install[@]}"
   fi
-  echo "$dir"
 }
 
 # Every virtualenv is prepared first, COMPAT_JOBS at a time (pip mostly waits on the index and
@@ -57,7 +56,7 @@ venv() {  # venv RELEASE: the release's own virtualenv, created (or completed) i
 export -f venv
 export python out outer_pip
 printf '%s\n' "${releases[@]}" | xargs -P "${COMPAT_JOBS:-4}" -I{} \
-  bash -c 'venv "$1" >/dev/null 2>"$out/venv-$1.log"' _ {} || true
+  bash -c 'venv "$1" >"$out/venv-$1.log" 2>&1' _ {} || true
 
 status=0
 for release in "${releases[@]}"; do
