@@ -51,6 +51,8 @@ pub mod defaults {
     pub const PG_USER: &str = "postgres";
     /// `DB_POOL_SIZE`, connections.
     pub const DB_POOL_SIZE: usize = 16;
+    /// `DB_POOL_MIN`, connections opened at start; the others open when every open one is busy.
+    pub const DB_POOL_MIN: usize = 2;
     /// `DB_CONNECTION_TIMEOUT`, milliseconds.
     pub const DB_CONNECTION_TIMEOUT_MS: u64 = 2_000;
     /// `DB_STATEMENT_TIMEOUT`, milliseconds.
@@ -287,6 +289,11 @@ pub struct Config {
     #[arg(long, env = "DB_POOL_SIZE", default_value_t = defaults::DB_POOL_SIZE,
           value_parser = parse_positive_usize)]
     pub db_pool_size: usize,
+    /// Pool connections opened at start (at most `DB_POOL_SIZE`); the others open one at a time
+    /// when a call finds every open one busy, and then stay open.
+    #[arg(long, env = "DB_POOL_MIN", default_value_t = defaults::DB_POOL_MIN,
+          value_parser = parse_positive_usize)]
+    pub db_pool_min: usize,
     /// Connect and pool-acquire timeout, milliseconds.
     #[arg(long = "db-connection-timeout", env = "DB_CONNECTION_TIMEOUT",
           default_value_t = defaults::DB_CONNECTION_TIMEOUT_MS)]

@@ -60,7 +60,7 @@ impl AppState {
     ///
     /// # Errors
     /// [`Error::Config`] for an unusable database URL, CORS origin, encryption key or
-    /// authentication setting,
+    /// authentication setting, or `DB_POOL_MIN` above `DB_POOL_SIZE`,
     /// [`Error::Connect`] when PostgreSQL is unreachable.
     pub async fn start(config: Config) -> Result<AppState, Error> {
         let encryption = Encryption::from_config(&config)?;
@@ -69,7 +69,18 @@ impl AppState {
         let cors_origin = HeaderValue::from_str(&config.cors_allow_origin).map_err(|_| {
             Error::Config("CORS_ALLOW_ORIGIN is not a valid header value".to_owned())
         })?;
-        let db = Db::open(ConnectSettings::new(&config, "pool")?, config.db_pool_size).await?;
+        if config.db_pool_min > config.db_pool_size {
+            return Err(Error::Config(format!(
+                "DB_POOL_MIN ({}) must not exceed DB_POOL_SIZE ({})",
+                config.db_pool_min, config.db_pool_size
+            )));
+        }
+        let db = Db::open(
+            ConnectSettings::new(&config, "pool")?,
+            config.db_pool_size,
+            config.db_pool_min,
+        )
+        .await?;
         let started = Instant::now();
         let metrics = Arc::new(Metrics::new(started, config.metrics_queue_labels_max));
         let waiters = Arc::new(Waiters::new(config.longpoll_waiters_max));

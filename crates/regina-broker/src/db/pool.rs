@@ -4,8 +4,13 @@
 //! serve many concurrent batches; callers share connections instead of checking them out. A call
 //! takes the first idle connection in slot order (else the least busy one), so the connections
 //! beyond what the load needs stay idle and keep small buffers: the driver keeps each
-//! connection's buffers at the largest size they ever had. A broken connection is replaced on
-//! demand, one connect attempt per slot at a time.
+//! connection's buffers at the largest size they ever had.
+//!
+//! The first `DB_POOL_MIN` slots are opened at start. A slot without a connection (never opened,
+//! or broken) is opened in the background when a call finds every connection before it busy,
+//! one slot per such call, while the call goes on with the least busy connection: a quiet broker
+//! keeps one or two sessions on PostgreSQL, and a burst opens as many as it needs, up to
+//! `DB_POOL_SIZE`. Opened connections stay open. Connect attempts of one slot never overlap.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -164,10 +169,19 @@ impl Drop for Counted<'_> {
 pub(crate) struct PoolStats {
     /// Configured sessions (`DB_POOL_SIZE`).
     pub(crate) size: usize,
+    /// Open sessions (at most `size`).
+    pub(crate) open: usize,
     /// Open sessions with no statement in flight.
     pub(crate) idle: usize,
     /// Callers waiting for a session because none was healthy.
     pub(crate) waiting: usize,
+}
+
+impl PoolStats {
+    /// Open sessions with statements in flight.
+    pub(crate) fn busy(&self) -> usize {
+        self.open.saturating_sub(self.idle)
+    }
 }
 
 impl Conn {
@@ -312,11 +326,16 @@ struct Pool {
 }
 
 impl Db {
-    /// Opens the pool; fails when not even the first connection can be made.
+    /// Opens the pool with `size` slots, of which the first `min` (at least one, at most `size`)
+    /// are connected now; fails when not even the first connection can be made.
     ///
     /// # Errors
     /// [`Error::Connect`] when PostgreSQL is unreachable.
-    pub(crate) async fn open(settings: ConnectSettings, size: usize) -> Result<Db, Error> {
+    pub(crate) async fn open(
+        settings: ConnectSettings,
+        size: usize,
+        min: usize,
+    ) -> Result<Db, Error> {
         let slots = (0..size.max(1))
             .map(|_| Slot {
                 conn: Mutex::new(None),
@@ -334,9 +353,11 @@ impl Db {
                 announcements_skipped: AtomicU64::new(0),
             }),
         };
-        // Sessions open in parallel: startup costs one connect, not `size` of them.
-        let opened =
-            futures::future::join_all((0..db.inner.slots.len()).map(|i| db.reconnect(i))).await;
+        // Sessions open in parallel: startup costs one connect, not `min` of them.
+        let opened = futures::future::join_all(
+            (0..min.clamp(1, db.inner.slots.len())).map(|i| db.reconnect(i)),
+        )
+        .await;
         for (index, result) in opened.into_iter().enumerate() {
             if let Err(error) = result {
                 if index == 0 {
@@ -375,13 +396,17 @@ impl Db {
     }
 
     /// A healthy connection, reconnecting one if none is, within `DB_CONNECTION_TIMEOUT`: the
-    /// first idle one in slot order, else the one with the fewest statements in flight.
+    /// first idle one in slot order, else the one with the fewest statements in flight. Passing
+    /// a slot without a connection before finding an idle one opens that slot in the background
+    /// (the first such slot not already connecting: one more session per call that found the
+    /// ones before it busy).
     pub(crate) async fn conn(&self) -> Result<Arc<Conn>, DbError> {
         let slots = &self.inner.slots;
         let mut least_busy: Option<(usize, Arc<Conn>)> = None;
+        let mut opening = false;
         for (index, slot) in slots.iter().enumerate() {
             let Some(conn) = slot.healthy() else {
-                self.repair_in_background(index);
+                opening = opening || self.repair_in_background(index);
                 continue;
             };
             let busy = conn.in_flight.load(Ordering::Relaxed);
@@ -440,17 +465,16 @@ impl Db {
         skip
     }
 
-    /// Size, idle sessions and waiting callers, read without blocking the pool.
+    /// Size, open and idle sessions and waiting callers, read without blocking the pool.
     pub(crate) fn stats(&self) -> PoolStats {
-        let idle = self
-            .inner
-            .slots
+        let open: Vec<Arc<Conn>> = self.inner.slots.iter().filter_map(Slot::healthy).collect();
+        let idle = open
             .iter()
-            .filter_map(Slot::healthy)
             .filter(|conn| conn.in_flight.load(Ordering::Relaxed) == 0)
             .count();
         PoolStats {
             size: self.inner.slots.len(),
+            open: open.len(),
             idle,
             waiting: self.inner.waiting.load(Ordering::Relaxed),
         }
@@ -474,10 +498,11 @@ impl Db {
         Ok(conn)
     }
 
-    fn repair_in_background(&self, index: usize) {
+    /// Connects slot `index` in a task of its own; false when one is connecting it already.
+    fn repair_in_background(&self, index: usize) -> bool {
         let slot = &self.inner.slots[index];
         if slot.repairing.swap(true, Ordering::AcqRel) {
-            return;
+            return false;
         }
         let db = self.clone();
         tokio::spawn(async move {
@@ -488,6 +513,7 @@ impl Db {
                 .repairing
                 .store(false, Ordering::Release);
         });
+        true
     }
 }
 

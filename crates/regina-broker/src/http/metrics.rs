@@ -91,7 +91,7 @@ fn gauge_sample(shared: &Shared) -> GaugeSample {
     let buffer = shared.failover.stats();
     let maintenance = &shared.maintenance;
     GaugeSample {
-        pool_busy: (pool.size.saturating_sub(pool.idle)) as u64,
+        pool_busy: pool.busy() as u64,
         pool_idle: pool.idle as u64,
         pool_waiting: pool.waiting as u64,
         longpoll_waiters: shared.waiters.len() as u64,

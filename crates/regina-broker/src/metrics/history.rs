@@ -266,7 +266,7 @@ impl Sources {
         let to_i32 = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
         Sample {
             rss_bytes: i64::try_from(process.rss_bytes).unwrap_or(i64::MAX),
-            db_pool_busy: to_i32(pool.size.saturating_sub(pool.idle)),
+            db_pool_busy: to_i32(pool.busy()),
             db_pool_waiting: to_i32(pool.waiting),
             http_inflight: to_i32((self.inflight)()),
             longpoll_waiters: to_i32(self.waiters.len()),

@@ -39,6 +39,7 @@ mod options;
 mod ordering;
 mod outage;
 mod plans;
+mod pool;
 mod pop;
 mod prometheus;
 mod push;
