@@ -135,6 +135,22 @@ language sql stable as $$
     left join regina.subscriptions s on s.queue_id = i_queue_id and s.consumer_group = g.name
 $$;
 
+-- The partitions with ids in (i_after, i_last] whose offsets moved since they were counted (or
+-- that were never counted): the two tables' primary keys read once each over the window, side by
+-- side (a merge). A probe of the counts per partition cost three times as much at 100 000
+-- partitions (186 against 70 ms on an idle database).
+create or replace function regina._stats_offsets_moved(i_after bigint, i_last bigint)
+returns setof bigint
+language sql stable
+set enable_seqscan = off set enable_bitmapscan = off set enable_nestloop = off
+set enable_hashjoin = off set enable_sort = off set jit = off as $$
+    select p.id from regina.partitions p
+    left join regina.partition_stats s
+           on s.partition_id = p.id and s.partition_id > i_after and s.partition_id <= i_last
+    where p.id > i_after and p.id <= i_last
+      and (s.partition_id is null or s.next_seq <> p.next_seq)
+$$;
+
 -- Starts a pass: marks the partitions to recount in `stats_dirty`, drops the stats of queues that
 -- no longer exist, and returns how many partitions it marked. Partitions are compared with their
 -- counts in windows of at most i_scan, by id, each pass resuming after the previous window: every
@@ -187,11 +203,7 @@ begin
     where not exists (select 1 from regina.queues q where q.id = s.queue_id);
 
     insert into regina.stats_dirty (partition_id)
-    select p.id from regina.partitions p
-    left join lateral (select ps.next_seq from regina.partition_stats ps
-                       where ps.partition_id = p.id limit 1) s on true
-    where p.id > v_after and p.id <= v_last
-      and (s.next_seq is null or s.next_seq <> p.next_seq)
+    select k.id from regina._stats_offsets_moved(v_after, v_last) k(id)
     union
     select s.partition_id from regina.partition_stats s
     where s.partition_id > v_after and s.partition_id <= v_last and s.has_work
