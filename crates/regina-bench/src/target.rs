@@ -379,7 +379,7 @@ impl Session {
                 }]);
                 let rows = client
                     .query(
-                        "select result::text from regina.pop($1::text::jsonb)",
+                        "select result from regina.pop_text($1::text::jsonb)",
                         &[&request.to_string()],
                     )
                     .await?;

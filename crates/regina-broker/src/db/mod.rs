@@ -31,7 +31,7 @@ pub(crate) use streams::CycleRow;
 pub(crate) enum Stmt {
     /// `regina.push`.
     Push,
-    /// `regina.pop`.
+    /// `regina.pop_text` (`regina.pop` with its results as text).
     Pop,
     /// `regina.ack`.
     Ack,
@@ -91,7 +91,7 @@ impl Stmt {
                 // (AUTO_ACK_COMMIT_ASYNC; a call that only claims never does, regina.pop).
                 "select idx, result::text, events::text, quiet, \
                  case when $2::boolean then set_config('synchronous_commit', 'off', true) end \
-                 from regina.pop($1::text::jsonb)"
+                 from regina.pop_text($1::text::jsonb)"
             }
             Stmt::Ack => {
                 "select idx, result::text, wake_queue, wake_group, queue_name, acked, \

@@ -376,7 +376,7 @@ async fn a_pop_subscribing_while_its_queue_is_deleted_answers_queue_not_found() 
         let row = watcher
             .query_one(
                 "select count(*) from pg_stat_activity \
-                 where wait_event_type = 'Lock' and query like '%regina.pop(%'",
+                 where wait_event_type = 'Lock' and query like '%regina.pop_text(%'",
                 &[],
             )
             .await
