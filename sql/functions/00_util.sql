@@ -14,6 +14,13 @@ language sql stable parallel safe as $$
     select to_char(i_t at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')
 $$;
 
+-- A text as a JSON value: a string with JSON's escapes, or null. (Stable, as to_json is: a
+-- function declared more constant than its body is not inlined into its callers.)
+create or replace function regina._json_text(i_text text) returns text
+language sql stable parallel safe as $$
+    select coalesce(to_json(i_text)::text, 'null')
+$$;
+
 -- Text to uuid without raising: null when the text is not a canonical uuid.
 create or replace function regina._uuid_or_null(i_text text) returns uuid
 language sql immutable parallel safe as $$

@@ -150,9 +150,35 @@ $$;
 -- statements instead of the batch statement below, with the same locks in the same order and the
 -- same result. Null when the item needs more (a queue or partition to create, a capacity or
 -- encryption check, a partition deleted meanwhile): regina.push then takes the batch path.
+-- A push item's result as JSON text (regina.push_text): queued, or duplicate of a stored
+-- message. `jsonb_build_object` and its output cost about 4 µs per item, this 1.5 µs.
+create or replace function regina._push_queued_text(i_transaction_id text, i_message_id uuid,
+                                                    i_partition_uuid uuid, i_trace_id text,
+                                                    i_queue text)
+returns text
+language sql stable parallel safe as $$
+    select '{"transaction_id":' || regina._json_text(i_transaction_id)
+           || ',"status":"queued","message_id":' || regina._json_text(i_message_id::text)
+           || ',"partition_id":' || regina._json_text(i_partition_uuid::text)
+           || ',"trace_id":' || regina._json_text(i_trace_id)
+           || ',"queueName":' || regina._json_text(i_queue) || '}'
+$$;
+
+create or replace function regina._push_duplicate_text(i_transaction_id text, i_message_id uuid,
+                                                       i_partition_uuid uuid, i_queue text)
+returns text
+language sql stable parallel safe as $$
+    select '{"transaction_id":' || regina._json_text(i_transaction_id)
+           || ',"status":"duplicate","message_id":' || regina._json_text(i_message_id::text)
+           || ',"partition_id":' || regina._json_text(i_partition_uuid::text)
+           || ',"queueName":' || regina._json_text(i_queue) || '}'
+$$;
+
+-- (Its result was jsonb.)
+select regina._drop_outdated('regina._push_one(jsonb, json, boolean, timestamptz)', 'zone text');
 create or replace function regina._push_one(i_items jsonb, i_payloads json, i_notify boolean,
                                             i_now timestamptz)
-returns jsonb
+returns text
 language plpgsql as $$
 declare
     v_e regina.push_request := jsonb_populate_record(null::regina.push_request, i_items -> 0);
@@ -199,9 +225,8 @@ begin
     returning true into v_inserted;
     if v_inserted is null then
         v_stored := (regina._stored_key(v_partition_id, v_e."transactionId")).o_id;
-        return jsonb_build_object('transaction_id', v_e."transactionId", 'status', 'duplicate',
-                                  'message_id', v_stored, 'partition_id', v_partition_uuid,
-                                  'queueName', v_e.queue);
+        return regina._push_duplicate_text(v_e."transactionId", v_stored, v_partition_uuid,
+                                           v_e.queue);
     end if;
     update regina.partitions p
     set next_seq = v_seq + 1, last_created_at = v_created, last_push_at = i_now
@@ -219,25 +244,26 @@ begin
         perform pg_notify('regina_push', jsonb_build_object(
                     'queue', v_e.queue, 'partitions', jsonb_build_array(v_e.partition))::text);
     end if;
-    return jsonb_build_object('transaction_id', v_e."transactionId", 'status', 'queued',
-                              'message_id', v_e."messageId", 'partition_id', v_partition_uuid,
-                              'trace_id', nullif(v_e."traceId", ''), 'queueName', v_e.queue);
+    return regina._push_queued_text(v_e."transactionId", v_e."messageId", v_partition_uuid,
+                                    nullif(v_e."traceId", ''), v_e.queue);
 end
 $$;
 
 -- Stores the items. With i_ignore_capacity (failover replay: those items were acknowledged
 -- already), maxSize is not enforced. An item refused (queue_full, or encryption_required for
--- plaintext to a queue that encrypts) gets a `failed` row and nothing is stored for it.
+-- plaintext to a queue that encrypts) gets a `failed` row and nothing is stored for it. Results
+-- are JSON text, written as text (regina._push_queued_text): what the broker calls and sends on
+-- (regina.push is the same call with results as jsonb).
 --
 -- The work is linear in the items whatever the spread over partitions: the statement below reads
 -- the items once, finds stored keys and partition offsets by correlated index lookups, numbers
 -- the new messages of each partition with window functions, and never joins two item-sized sets
 -- (generic plans estimate them at a few rows, so such a join would be a nested loop: quadratic).
-create or replace function regina.push(i_items jsonb, i_payloads json default null,
-                                       i_notify boolean default false,
-                                       i_now timestamptz default null,
-                                       i_ignore_capacity boolean default false)
-returns table (idx integer, result jsonb)
+create or replace function regina.push_text(i_items jsonb, i_payloads json default null,
+                                            i_notify boolean default false,
+                                            i_now timestamptz default null,
+                                            i_ignore_capacity boolean default false)
+returns table (idx integer, result text)
 -- Generic plans: a custom plan per call costs more to make than the statements cost to run
 -- (about 0.4 ms of planning for a one-message push). Every statement here is keyed lookups, and
 -- a generic plan lives as long as the session: one made while a table was small (a new
@@ -345,15 +371,12 @@ begin
                     'code', case n.refusal when 1 then 'queue_full' else 'encryption_required' end,
                     'error', case n.refusal
                                  when 1 then format('Queue is full (maxSize %s)', n.max_size)
-                                 else 'Payload must be encrypted for this queue' end)
-                when n.fresh then jsonb_build_object(
-                    'transaction_id', n.transaction_id, 'status', 'queued',
-                    'message_id', n.message_id, 'partition_id', n.partition_uuid,
-                    'trace_id', n.trace_id, 'queueName', n.queue_name)
-                else jsonb_build_object(
-                    'transaction_id', n.transaction_id, 'status', 'duplicate',
-                    'message_id', coalesce(n.stored_id, n.first_id),
-                    'partition_id', n.partition_uuid, 'queueName', n.queue_name)
+                                 else 'Payload must be encrypted for this queue' end)::text
+                when n.fresh then regina._push_queued_text(
+                    n.transaction_id, n.message_id, n.partition_uuid, n.trace_id, n.queue_name)
+                else regina._push_duplicate_text(
+                    n.transaction_id, coalesce(n.stored_id, n.first_id), n.partition_uuid,
+                    n.queue_name)
            end
     from numbered n
     order by n.idx;
@@ -366,4 +389,17 @@ begin
         group by x.queue_name;
     end if;
 end
+$$;
+
+-- regina.push_text with each result as `jsonb` (parsed, so checked): for callers in SQL (the
+-- transactions, the streams' cycles, the failover replay, the tests). The broker calls
+-- regina.push_text and reads the results as they are written.
+create or replace function regina.push(i_items jsonb, i_payloads json default null,
+                                       i_notify boolean default false,
+                                       i_now timestamptz default null,
+                                       i_ignore_capacity boolean default false)
+returns table (idx integer, result jsonb)
+language sql as $$
+    select p.idx, p.result::jsonb
+    from regina.push_text(i_items, i_payloads, i_notify, i_now, i_ignore_capacity) p
 $$;

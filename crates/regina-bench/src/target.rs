@@ -327,7 +327,7 @@ impl Session {
                 let (meta, payloads) = raw_items(items);
                 let rows = client
                     .query(
-                        "select result::text from regina.push($1::text::jsonb, $2::text::json)",
+                        "select result from regina.push_text($1::text::jsonb, $2::text::json)",
                         &[&meta, &payloads],
                     )
                     .await?;
@@ -481,7 +481,7 @@ impl Session {
                         .await?;
                     client
                         .query(
-                            "select idx from regina.push($1::text::jsonb, $2::text::json)",
+                            "select idx from regina.push_text($1::text::jsonb, $2::text::json)",
                             &[&meta, &payloads],
                         )
                         .await?;

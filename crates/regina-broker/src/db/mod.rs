@@ -29,7 +29,7 @@ pub(crate) use streams::CycleRow;
 /// The prepared statements of a pool session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Stmt {
-    /// `regina.push`.
+    /// `regina.push_text` (`regina.push` with its results as text).
     Push,
     /// `regina.pop_text` (`regina.pop` with its results as text).
     Pop,
@@ -84,7 +84,7 @@ impl Stmt {
     fn sql(self) -> &'static str {
         match self {
             Stmt::Push => {
-                "select idx, result::text from regina.push($1::text::jsonb, $2::text::json, $3::boolean)"
+                "select idx, result from regina.push_text($1::text::jsonb, $2::text::json, $3::boolean)"
             }
             Stmt::Pop => {
                 // With $2, the call's transaction does not wait for its commit to reach the disk
@@ -257,7 +257,7 @@ fn single_text(rows: &[Row]) -> Result<String, DbError> {
 }
 
 impl Db {
-    /// `regina.push(items, payloads, notify)`: one row per item.
+    /// `regina.push_text(items, payloads, notify)`: one row per item.
     pub(crate) async fn push(
         &self,
         items: &str,
