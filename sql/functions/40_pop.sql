@@ -303,6 +303,57 @@ begin
 end
 $$;
 
+-- Saves the cursors of a claim set's partitions i_partition_ids of group i_group in one keyed
+-- update: with i_leases null, autoAck claims of i_counts messages that moved each head to
+-- i_ends without marks ahead; otherwise leases i_leases (one per partition) ending at offsets
+-- i_ends, expiring at i_expires. One statement for the whole set instead of one per partition
+-- (each statement's set-up costs more than its run), for claim sets over eight cursors or more
+-- (_pop_claim_set's `v_together`): below that, the call and its settings cost more than the
+-- statements they save. Keyed lookups only (the settings): a plan made while the cursors were few
+-- would otherwise read them all at every call once they are many.
+-- Locks: the cursors, which the caller holds already. Writes: cursors. Edge: claims of many
+-- partitions at once.
+create or replace function regina._cursors_claimed(i_group text, i_partition_ids bigint[],
+                                                   i_ends bigint[], i_counts integer[],
+                                                   i_leases uuid[], i_expires timestamptz,
+                                                   i_now timestamptz)
+returns integer
+language plpgsql set enable_seqscan = off set enable_hashjoin = off set enable_mergejoin = off
+    set jit = off as $$
+declare
+    v_saved integer;
+begin
+    -- Each cursor is found by its key in a subquery of its own (a keyed lookup whatever the
+    -- statistics say), and updated through the row's address: a join of the claims with the
+    -- cursors on their key was planned, while the table was nearly empty, as a scan of the
+    -- group's cursors for every claim.
+    if i_leases is null then
+        update regina.cursors c
+        set next_seq = u.head, marks = '{}', head_attempts = 0, head_error = null,
+            total_consumed = c.total_consumed + u.n, batches_consumed = c.batches_consumed + 1,
+            last_consumed_at = i_now, last_claim_at = i_now
+        from (select k.head, k.n,
+                     (select cc.ctid from regina.cursors cc
+                      where cc.partition_id = k.partition_id and cc.consumer_group = i_group)
+                         as tid
+              from unnest(i_partition_ids, i_ends, i_counts) k(partition_id, head, n)) u
+        where c.ctid = u.tid;
+    else
+        update regina.cursors c
+        set lease_id = u.lease_id, lease_active = true, lease_expires_at = i_expires,
+            lease_end_seq = u.last, lease_marks = '{}', last_claim_at = i_now
+        from (select k.last, k.lease_id,
+                     (select cc.ctid from regina.cursors cc
+                      where cc.partition_id = k.partition_id and cc.consumer_group = i_group)
+                         as tid
+              from unnest(i_partition_ids, i_ends, i_leases) k(partition_id, last, lease_id)) u
+        where c.ctid = u.tid;
+    end if;
+    get diagnostics v_saved = row_count;
+    return v_saved;
+end
+$$;
+
 -- Claims in one pass the partitions of locked cursors that need nothing but a read (the queue has
 -- no delay, window or ttl; the cursor no lease and no pending retry), i_cursors in claim order.
 -- Reads up to i_budget messages in all, each partition from its head in offset order, so every
@@ -360,6 +411,15 @@ declare
     v_ended bigint[];
     v_settled bigint[];
     v_drained bigint[];
+    -- From this many cursors on, the claims' cursors are saved together after the walk, in one
+    -- statement (regina._cursors_claimed; autoAck claims without marks ahead), else one by one
+    -- during it: below, the call costs more than the statements it saves.
+    v_together boolean := cardinality(i_cursors) >= 8;
+    -- The claims saved together: partitions, last offsets (autoAck: new heads), counts, leases.
+    v_saved_ids bigint[];
+    v_saved_ends bigint[];
+    v_saved_counts integer[];
+    v_saved_leases uuid[];
     -- Fewer messages than v_total: every cursor was read, and each claimed partition to its end
     -- (as this read saw it) unless it gave its own limit (i_budget), so a head without marks
     -- moves just past the last message read. With v_total reached, so was every partition but
@@ -399,7 +459,8 @@ begin
     -- The messages come grouped by cursor, in claim order: one walk finds each claimed partition
     -- with its count and last offset, and saves its cursor by a keyed update (a join of the
     -- cursors with the claims would leave the join order to estimates that a plan made while the
-    -- table was small gets wrong).
+    -- table was small gets wrong), or, over eight cursors or more, notes where it goes for one
+    -- statement after the walk (regina._cursors_claimed).
     o_claimed := '{}';
     o_claimed_at := '{}';
     o_counts := '{}';
@@ -424,7 +485,12 @@ begin
         o_claimed := o_claimed || v_partition_id;
         o_claimed_at := o_claimed_at || v_k;
         o_counts := o_counts || v_count;
-        if not i_auto then
+        if not i_auto and v_together then
+            v_saved_ids := v_saved_ids || v_partition_id;
+            v_saved_ends := v_saved_ends || v_last;
+            v_saved_leases := v_saved_leases || coalesce(i_leases[v_k], i_lease);
+            continue;
+        elsif not i_auto then
             update regina.cursors c
             set lease_id = coalesce(i_leases[v_k], i_lease), lease_active = true,
                 lease_expires_at = v_expires, lease_end_seq = v_last, lease_marks = '{}',
@@ -441,6 +507,12 @@ begin
             v_head := regina._advance(v_partition_id, v_last + 1, v_marks, v_group);
             v_marks := regina._marks_from(v_marks, v_head);
         end if;
+        if v_together and cardinality(v_marks) = 0 then
+            v_saved_ids := v_saved_ids || v_partition_id;
+            v_saved_ends := v_saved_ends || v_head;
+            v_saved_counts := v_saved_counts || v_count;
+            continue;
+        end if;
         update regina.cursors c
         set next_seq = v_head, marks = v_marks, head_attempts = 0,
             head_error = null, total_consumed = c.total_consumed + v_count,
@@ -448,6 +520,11 @@ begin
             last_claim_at = i_now
         where c.partition_id = v_partition_id and c.consumer_group = v_group;
     end loop;
+    if cardinality(v_saved_ids) > 0 then
+        v_i := regina._cursors_claimed(v_group, v_saved_ids, v_saved_ends, v_saved_counts,
+                                       case when not i_auto then v_saved_leases end, v_expires,
+                                       i_now);
+    end if;
     -- The claimed partitions are a subsequence of the cursors: the rest did not deliver.
     o_empty := '{}';
     o_empty_at := '{}';
