@@ -310,7 +310,8 @@ $$;
 -- (each statement's set-up costs more than its run), for claim sets over eight cursors or more
 -- (_pop_claim_set's `v_together`): below that, the call and its settings cost more than the
 -- statements they save. Keyed lookups only (the settings): a plan made while the cursors were few
--- would otherwise read them all at every call once they are many.
+-- would otherwise read them all at every call once they are many. Returns how many it saved (an
+-- assignment of the call is evaluated without setting up the executor, `perform` is not).
 -- Locks: the cursors, which the caller holds already. Writes: cursors. Edge: claims of many
 -- partitions at once.
 create or replace function regina._cursors_claimed(i_group text, i_partition_ids bigint[],
