@@ -421,6 +421,7 @@ declare
     v_saved_ends bigint[];
     v_saved_counts integer[];
     v_saved_leases uuid[];
+    v_saved integer;
     -- Fewer messages than v_total: every cursor was read, and each claimed partition to its end
     -- (as this read saw it) unless it gave its own limit (i_budget), so a head without marks
     -- moves just past the last message read. With v_total reached, so was every partition but
@@ -522,9 +523,9 @@ begin
         where c.partition_id = v_partition_id and c.consumer_group = v_group;
     end loop;
     if cardinality(v_saved_ids) > 0 then
-        v_i := regina._cursors_claimed(v_group, v_saved_ids, v_saved_ends, v_saved_counts,
-                                       case when not i_auto then v_saved_leases end, v_expires,
-                                       i_now);
+        v_saved := regina._cursors_claimed(v_group, v_saved_ids, v_saved_ends, v_saved_counts,
+                                           case when not i_auto then v_saved_leases end,
+                                           v_expires, i_now);
     end if;
     -- The claimed partitions are a subsequence of the cursors: the rest did not deliver.
     o_empty := '{}';
