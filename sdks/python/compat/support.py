@@ -31,6 +31,14 @@ def name(kind: str) -> str:
     return f"compat-{VERSION.replace('.', '_')}-{kind}-{secrets.token_hex(4)}"
 
 
+#: queen-mq 0.7.4 reads the answer of an ack as one object (``result.get("error")``), where every
+#: later release reads the array of per-item results that Regina sends (http-api.md §3.5). Both
+#: send the same request, so no answer serves both (docs/compatibility.md): the ack is applied, and
+#: such a client reports it with this result.
+OBJECT_ACK_READER = version_tuple() < (0, 12)
+OBJECT_ACK_MISREAD = {"success": False, "error": "'list' object has no attribute 'get'"}
+
+
 def needs(feature: Any, what: str) -> None:
     """Skips the test when this client version lacks ``feature`` (a falsy value)."""
     if not feature:
@@ -61,13 +69,31 @@ async def take(queen: Queen, builder: Any, group: str | None = None) -> list[dic
     default and is then not sent), so this acks explicitly."""
     messages = list(await immediate(builder).pop())
     if messages:
-        acked = await queen.ack(messages, True, {"group": group} if group else {})
-        assert acked.get("success", True) is not False, acked
+        await ack_settles(queen, messages, group)
     return messages
 
 
-def settled_for(group: str, message: dict[str, Any]) -> bool:
-    """Whether ``group`` has passed the message: a lease-less ``failed`` ack is then refused."""
+def ack_reported(acked: dict[str, Any]) -> bool:
+    """Whether the client reports an ack as this release reports an applied one."""
+    if OBJECT_ACK_READER:
+        return acked == OBJECT_ACK_MISREAD
+    return acked.get("success", True) is not False
+
+
+async def ack_settles(queen: Queen, messages: Any, group: str | None) -> Any:
+    """Acks ``messages`` (one or a list) as completed through the client, checks what the client
+    reports and that the broker settled each one for ``group`` (queue mode when None); returns the
+    client's result."""
+    acked = await queen.ack(messages, True, {"group": group} if group else {})
+    assert ack_reported(acked), acked
+    for message in messages if isinstance(messages, list) else [messages]:
+        assert settled_for(group, message), message
+    return acked
+
+
+def settled_for(group: str | None, message: dict[str, Any]) -> bool:
+    """Whether ``group`` (queue mode when None) has passed the message: a lease-less ``failed`` ack
+    is then refused."""
     body = {
         "transactionId": message["transactionId"],
         "partitionId": message["partitionId"],
@@ -76,6 +102,11 @@ def settled_for(group: str, message: dict[str, Any]) -> bool:
     }
     [result] = httpx.post(f"{URL}/api/v1/ack", json=body).json()
     return bool(result["code"] == "already_settled")
+
+
+def has_admin(queen: Queen) -> bool:
+    """Whether this client has ``queen.admin`` (0.12 and later)."""
+    return hasattr(queen, "admin")
 
 
 def http(method: str, path: str, **kwargs: Any) -> httpx.Response:

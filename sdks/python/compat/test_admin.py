@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from queen import Queen
-from support import immediate, name, needs, run, take
+from support import ack_settles, has_admin, immediate, name, needs, run, take
 
 
 async def _with_traffic(queen: Queen, queue: str) -> dict[str, Any]:
@@ -15,7 +15,7 @@ async def _with_traffic(queen: Queen, queue: str) -> dict[str, Any]:
     await queen.queue(queue).config({"lease_time": 30, "retry_limit": 0}).create()
     await queen.queue(queue).partition("p").push([{"data": n, "transactionId": f"t{n}"} for n in range(3)])
     [message] = await immediate(queen.queue(queue).group("g").batch(1)).pop()
-    await queen.ack(message, True, {"group": "g"})
+    await ack_settles(queen, message, "g")
     return message
 
 
@@ -24,6 +24,7 @@ def test_admin_reads() -> None:
     queue = name("admin")
 
     async def scenario(queen: Queen) -> None:
+        needs(has_admin(queen), "queen.admin")
         admin = queen.admin
         message = await _with_traffic(queen, queue)
         await admin.refresh_consumer_stats()
@@ -65,6 +66,7 @@ def test_admin_message_actions_and_queue_lifecycle() -> None:
     queue = name("actions")
 
     async def scenario(queen: Queen) -> None:
+        needs(has_admin(queen), "queen.admin")
         admin = queen.admin
         await _with_traffic(queen, queue)
         [second] = await immediate(queen.queue(queue).group("g").batch(1)).pop()
@@ -106,6 +108,7 @@ def test_seek_subscription_and_group_deletion() -> None:
     queue = name("groups")
 
     async def scenario(queen: Queen) -> None:
+        needs(has_admin(queen), "queen.admin")
         admin = queen.admin
         await _with_traffic(queen, queue)
         sought = await admin.seek_consumer_group("g", queue, {"toEnd": True})
@@ -126,8 +129,29 @@ def test_seek_subscription_and_group_deletion() -> None:
     run(scenario)
 
 
+def test_the_clients_own_group_calls() -> None:
+    """The consumer-group calls on the client itself, which every release has (0.7.4 no others)."""
+    queue = name("own-groups")
+
+    async def scenario(queen: Queen) -> None:
+        await queen.queue(queue).push([{"data": "kept"}])
+        got = await take(queen, queen.queue(queue).group("g").batch(10), "g")
+        assert [m["data"] for m in got] == ["kept"]
+        now = datetime.now(timezone.utc).isoformat()
+        updated = await queen.update_consumer_group_timestamp("g", now)
+        assert updated["success"], updated
+        gone = await queen.delete_consumer_group("g")
+        assert gone["success"], gone
+        # Deleted with its metadata: the group subscribes again, from the oldest message.
+        again = await immediate(queen.queue(queue).group("g").batch(10).subscription_mode("all")).pop()
+        assert [m["data"] for m in again] == ["kept"]
+
+    run(scenario)
+
+
 def test_maintenance_switches() -> None:
     async def scenario(queen: Queen) -> None:
+        needs(has_admin(queen), "queen.admin")
         admin = queen.admin
         needs(hasattr(admin, "set_maintenance_mode"), "maintenance calls")
         assert (await admin.get_maintenance_mode())["maintenanceMode"] is False

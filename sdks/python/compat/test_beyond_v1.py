@@ -37,7 +37,7 @@ def test_key_value_timers_and_depth_answer_route_not_found() -> None:
             calls.append(lambda: queen.kv.get("ns", "key"))
         if hasattr(Queen, "timers"):
             calls.append(lambda: queen.timers.peek(queue, "key"))
-        if hasattr(queen.admin, "get_queue_depth"):
+        if hasattr(queen, "admin") and hasattr(queen.admin, "get_queue_depth"):
             calls.append(lambda: queen.admin.get_queue_depth(queue))
         needs(calls, "key/value, timers and depth calls")
         await queen.queue(queue).push([{"data": 1}])

@@ -214,6 +214,56 @@ async fn queen_transactions_with_required_leases_and_unnamed_items_commit() {
     assert_eq!(out.messages()[0]["partition"], "Default");
 }
 
+/// queen-mq 0.7.4 and 0.12.0: `transaction().ack(messages, status)` sends neither
+/// `consumerGroup` nor `leaseId`, the lease only in `requiredLeases` (docs/compatibility.md). Such
+/// an ack applies to queue mode (http-api.md §4.5): it settles a message popped without a group,
+/// and refuses one of a named group's lease, the whole transaction with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queen_0_12_0_transaction_acks_apply_to_queue_mode() {
+    let (_b, api) = start().await;
+    let commit = |m: &Value, out: &str| {
+        json!({"operations": [
+            {"type": "ack", "transactionId": m["transactionId"],
+             "partitionId": m["partitionId"], "status": "completed"},
+            {"type": "push", "items": [{"queue": out, "payload": "next"}]}],
+            "requiredLeases": [m["leaseId"]]})
+    };
+    api.push_to("plain", "p", &[json!("a")]).await;
+    let m = api.pop("plain", "batch=1").await.messages()[0].clone();
+    let r = api
+        .post("/api/v1/transaction", &commit(&m, "plain-out"))
+        .await;
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(r.body["results"][0]["success"], true, "{r:?}");
+    assert_eq!(api.pop("plain", "").await.status, 204, "settled");
+    assert_eq!(
+        api.pop("plain-out", "autoAck=true").await.data(),
+        vec![json!("next")]
+    );
+
+    api.push_to("named", "p", &[json!("b")]).await;
+    let m = api.pop("named", "consumerGroup=g").await.messages()[0].clone();
+    let r = api
+        .post("/api/v1/transaction", &commit(&m, "named-out"))
+        .await;
+    assert_eq!(r.status, 409, "{r:?}");
+    assert_eq!(r.body["code"], "not_leased", "{r:?}");
+    assert_eq!(r.body["success"], false);
+    assert_eq!(api.pop("named-out", "").await.status, 204, "nothing pushed");
+    let mut ack = json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                         "leaseId": m["leaseId"], "status": "completed"});
+    let r = api.post("/api/v1/ack", &ack).await;
+    assert_eq!(
+        r.body[0]["success"], true,
+        "the group's lease held on: {r:?}"
+    );
+    ack["status"] = json!("failed");
+    ack.as_object_mut().unwrap().remove("leaseId");
+    ack["consumerGroup"] = json!("g");
+    let r = api.post("/api/v1/ack", &ack).await;
+    assert_eq!(r.body[0]["code"], "already_settled", "{r:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn message_admin_posts_without_a_body_use_their_defaults() {
     let (_b, api) = start().await;
