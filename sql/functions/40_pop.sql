@@ -54,11 +54,18 @@ $$;
 
 -- The rows a pop call may wait for that another call may hold, taken in key order before
 -- anything is claimed: the rotation counters of its namespace and task requests (locked as
--- _pop_queue_order will update them), then the subscriptions of its first contacts with named
--- queues (each by the first request that names it, as in arrival order). Two calls that carry the
--- same new groups, or the same selectors, in opposite orders then take those rows in the same
--- order; taken in request order, each could hold one while it waits for the other's (a deadlock).
--- A namespace or task request still subscribes as it walks its queues (_pop_one).
+-- _pop_queue_order will update them), then the subscriptions of its first contacts: with each
+-- named queue (by the first request that names it, as in arrival order), and with each queue a
+-- namespace or task request covers (that its scopes allow). Two calls that carry the same new
+-- groups, or the same selectors, in opposite orders then take those rows in the same order; taken
+-- in request order, each could hold one while it waits for the other's (a deadlock).
+-- A namespace or task request subscribes every queue it covers first (here in a call of several,
+-- in _pop_one when alone), not as it walks them: a new
+-- subscription takes the partitions table in share mode, and a walk that had drained a partition
+-- of an earlier queue (whose row it then holds in share mode) would wait there for a push in
+-- flight that waits for that row (another deadlock). Subscribed before the walk, the group starts
+-- where it would have, as the walk reads the same instant (i_now): a namespace pop is a pop on
+-- every queue it covers (docs/http-api.md §4.10).
 -- i_selectors: whether some request has no queue name (a namespace or task).
 select regina._drop_outdated('regina._pop_lock_order(regina.pop_request[], timestamptz)',
                              'i_selectors');
@@ -79,16 +86,27 @@ begin
         on conflict (selector, consumer_group) do update set counter = t.counter;
     end if;
     for v_new in
-        select q.id, k.grp, i_reqs[k.i] as req
-        from (select distinct on (i_reqs[i].queue, grp) i, i_reqs[i].queue as queue, grp
-              from generate_subscripts(i_reqs, 1) i,
-                   coalesce(nullif(i_reqs[i]."consumerGroup", ''), '__QUEUE_MODE__') grp
-              where i_reqs[i].queue is not null
-              order by i_reqs[i].queue, grp, i) k
-        join regina.queues q on q.name = k.queue
+        select k.id, k.grp, i_reqs[k.i] as req
+        from (select distinct on (c.id, c.grp) c.id, c.grp, c.i
+              from (select q.id, coalesce(nullif(i_reqs[k.i]."consumerGroup", ''),
+                                          '__QUEUE_MODE__') as grp, k.i
+                    from generate_subscripts(i_reqs, 1) k(i)
+                    join regina.queues q on q.name = i_reqs[k.i].queue
+                    union all
+                    select q.id, coalesce(nullif(i_reqs[k.i]."consumerGroup", ''),
+                                          '__QUEUE_MODE__'), k.i
+                    from generate_subscripts(i_reqs, 1) k(i)
+                    join regina.queues q
+                      on (nullif(i_reqs[k.i].namespace, '') is null
+                          or q.namespace = i_reqs[k.i].namespace)
+                     and (nullif(i_reqs[k.i].task, '') is null or q.task = i_reqs[k.i].task)
+                    where i_selectors and i_reqs[k.i].queue is null
+                      and (i_reqs[k.i].scopes is null
+                           or regina._queue_in_scopes(q.name, i_reqs[k.i].scopes))) c
+              order by c.id, c.grp, c.i) k
         where not exists (select 1 from regina.subscriptions s
-                          where s.queue_id = q.id and s.consumer_group = k.grp)
-        order by q.id, k.grp
+                          where s.queue_id = k.id and s.consumer_group = k.grp)
+        order by k.id, k.grp
     loop
         perform regina._subscription_start(v_new.id, v_new.grp, v_new.req, i_now);
     end loop;
@@ -1011,6 +1029,17 @@ begin
                 where regina._queue_in_scopes(q.name, i_req.scopes)
                 order by t.ord);
         end if;
+        -- Every queue it covers is subscribed before anything is claimed, in id order (as
+        -- _pop_lock_order does for a call of several): a subscription waits for the pushes in
+        -- flight, which may wait for a partition a walk has drained.
+        for v_queue_id in
+            select t.id from unnest(v_queues) t(id)
+            where not exists (select 1 from regina.subscriptions s
+                              where s.queue_id = t.id and s.consumer_group = v_group)
+            order by t.id
+        loop
+            perform regina._subscription_start(v_queue_id, v_group, i_req, i_now);
+        end loop;
     end if;
     if cardinality(v_queues) = 0 then
         o_result := json_build_object('empty', 'queue_not_found', 'wakeAt', null)::text;
@@ -1281,7 +1310,8 @@ begin
                     or v_req.task is distinct from v_reqs[1].task
                     or v_req."consumerGroup" is distinct from v_reqs[1]."consumerGroup";
     end loop;
-    -- A call of one queue and group has no order to keep.
+    -- A call of one queue or selector and group has no order to keep (a lone namespace or task
+    -- request subscribes the queues it covers itself, before it claims anything: _pop_one).
     if v_groups then
         perform regina._pop_lock_order(v_reqs, v_now, v_selectors);
     end if;

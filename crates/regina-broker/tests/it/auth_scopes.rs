@@ -248,10 +248,30 @@ async fn transactions_touching_a_forbidden_queue_fail_whole() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn namespace_pops_consider_only_allowed_queues() {
-    let (_b, admin, scoped) = scoped_setup().await;
+    let (b, admin, scoped) = scoped_setup().await;
     admin
         .push(json!([{"queue": "team-b.orders", "payload": "b"}]))
         .await;
+    // A namespace pop subscribes its group to the queues it covers before its walk: only those
+    // the token allows.
+    let r = scoped
+        .get("/api/v1/pop?namespace=ns&consumerGroup=gs")
+        .await;
+    assert_eq!(r.status, 204, "{r:?}");
+    let subscribed = b
+        .db()
+        .await
+        .query_one(
+            "select string_agg(q.name, ',' order by q.name) from regina.subscriptions s \
+             join regina.queues q on q.id = s.queue_id where s.consumer_group = 'gs'",
+            &[],
+        )
+        .await
+        .expect("subscriptions");
+    assert_eq!(
+        subscribed.get::<_, Option<String>>(0).as_deref(),
+        Some("shared,team-a.orders")
+    );
     let r = scoped.get("/api/v1/pop?namespace=ns").await;
     assert_eq!(
         r.status, 204,

@@ -324,3 +324,122 @@ async fn calls_popping_namespaces_in_opposite_orders_do_not_deadlock() {
         .expect("rotation");
     assert_eq!(turns.get::<_, &str>(0), "n1/=2,n2/=2");
 }
+
+/// A namespace pop whose walk reaches a queue the group has no subscription on yet must not hold
+/// any partition while it subscribes: subscribing takes the partitions table in share mode, which
+/// waits for a push in flight (row exclusive on the table), and that push waits for the row of the
+/// partition the walk drained in an earlier queue (held in share mode until commit): a deadlock,
+/// detected after `deadlock_timeout` and failing one of the two. The pop subscribes every queue it
+/// covers before it claims anything, so the push gets its row and both end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_pop_subscribing_on_its_walk_does_not_deadlock_with_a_push() {
+    let (b, api) = start().await;
+    for (queue, priority) in [("first", 10), ("second", 0)] {
+        let r = api
+            .post(
+                "/api/v1/configure",
+                &json!({"queue": queue, "namespace": "ns", "options": {"priority": priority}}),
+            )
+            .await;
+        assert!(r.status == 200 || r.status == 201, "{r:?}");
+    }
+    // The group knows `first` (an empty pop subscribes it), not `second`.
+    api.pop("first", "consumerGroup=g")
+        .await
+        .assert_empty("empty");
+    api.push_to("first", "x", &[json!("from first")]).await;
+    api.push_to("second", "y", &[json!("from second")]).await;
+
+    // A push in flight: the table lock taken, the partition's row not yet.
+    let push = b.db().await;
+    push.batch_execute("begin; lock table regina.partitions in row exclusive mode")
+        .await
+        .expect("push's table lock");
+    let call = {
+        let db = b.db().await;
+        let reqs = json!([{"namespace": "ns", "consumerGroup": "g", "batch": 2,
+                           "partitions": 2, "autoAck": true}])
+        .to_string();
+        tokio::spawn(async move {
+            db.query(
+                "select result::text from regina.pop($1::text::jsonb)",
+                &[&reqs],
+            )
+            .await
+        })
+    };
+    let watcher = b.db().await;
+    regina_testkit::wait_until("the pop waits for the push's table lock", || async {
+        let row = watcher
+            .query_one(
+                "select count(*) from pg_stat_activity \
+                 where wait_event_type = 'Lock' and query like '%regina.pop($1%' \
+                   and pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity");
+        row.get::<_, i64>(0) > 0
+    })
+    .await;
+    push.query(
+        "select 1 from regina.partitions p join regina.queues q on q.id = p.queue_id \
+         where q.name = 'first' and p.name = 'x' for no key update of p",
+        &[],
+    )
+    .await
+    .expect("the push takes its partition's row, no deadlock");
+    push.batch_execute("commit").await.expect("commit");
+    let rows = call
+        .await
+        .expect("pop task")
+        .expect("the pop ends, no deadlock");
+    let answer: Value = serde_json::from_str(rows[0].get::<_, &str>(0)).expect("json");
+    let mut got: Vec<Value> = answer["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["data"].clone())
+        .collect();
+    got.sort_by_key(|v| v.to_string());
+    assert_eq!(
+        got,
+        vec![json!("from first"), json!("from second")],
+        "{answer}"
+    );
+}
+
+/// A namespace pop is a pop on every queue it covers (§4.10): it subscribes its group to each of
+/// them when it runs, also to those its walk does not reach because an earlier queue filled it.
+/// With `subscriptionMode=new`, a message pushed to such a queue afterwards is the group's; were
+/// the queue subscribed only when a later walk reached it, that later instant would be the start
+/// and the message would be skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_pop_subscribes_every_queue_it_covers_even_those_its_walk_skips() {
+    let (_b, api) = start().await;
+    let configure = |queue: &'static str, priority: i64| {
+        let api = api.clone();
+        async move {
+            let r = api
+                .post(
+                    "/api/v1/configure",
+                    &json!({"queue": queue, "namespace": "ns", "options": {"priority": priority}}),
+                )
+                .await;
+            assert!(r.status == 200 || r.status == 201, "{r:?}");
+        }
+    };
+    let pop = "/api/v1/pop?namespace=ns&consumerGroup=g&subscriptionMode=new&autoAck=true";
+    configure("high", 10).await;
+    assert_eq!(api.get(pop).await.status, 204, "subscribes `high` from now");
+    api.push_to("high", "p", &[json!("h1")]).await;
+    configure("low", 0).await;
+    // One partition per pop: `high` fills it, and the walk ends before `low`.
+    assert_eq!(api.get(pop).await.data(), vec![json!("h1")]);
+    api.push_to("low", "p", &[json!("l1")]).await;
+    assert_eq!(
+        api.get(pop).await.data(),
+        vec![json!("l1")],
+        "`low` was subscribed by the pop before the push"
+    );
+}
