@@ -11,9 +11,10 @@
 --   2. the capacity locks of capped queues pushed to (as regina.push takes them), then the queues
 --      and partitions pushes create, in name order (regina.partitions_ensure);
 --   3. the partitions pushes write, in id order (regina._push_lock).
--- Cursors come before partitions on purpose: a pop that creates a subscription holds cursors it
--- claimed and waits for the partitions table in share mode, so a transaction holding that table
--- in row-exclusive mode must never wait for a cursor. After step 3 nothing waits: acks touch only
+-- Cursors come before partitions on purpose: a pop that creates a subscription waits for the
+-- partitions table in share mode and may hold cursors (pops subscribe before they claim, but a
+-- queue created while a call of several requests runs is met by a later one), so a transaction
+-- holding that table in row-exclusive mode must never wait for a cursor. After step 3 nothing waits: acks touch only
 -- cursors held here, and pushes never wait for the ready rows of other consumers (20_push.sql).
 
 -- The wire result of one ack operation, from a regina.ack result.
