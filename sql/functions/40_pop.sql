@@ -60,12 +60,12 @@ $$;
 -- groups, or the same selectors, in opposite orders then take those rows in the same order; taken
 -- in request order, each could hold one while it waits for the other's (a deadlock).
 -- A namespace or task request subscribes every queue it covers first (here in a call of several,
--- in _pop_one when alone), not as it walks them: a new
--- subscription takes the partitions table in share mode, and a walk that had drained a partition
--- of an earlier queue (whose row it then holds in share mode) would wait there for a push in
--- flight that waits for that row (another deadlock). Subscribed before the walk, the group starts
--- where it would have, as the walk reads the same instant (i_now): a namespace pop is a pop on
--- every queue it covers (docs/http-api.md §4.10).
+-- in _pop_one when alone), not as it walks them: a new subscription takes the partitions table in
+-- share mode, and a walk that had drained a partition of an earlier queue (whose row it then
+-- holds in share mode) would wait there for a push in flight that waits for that row (another
+-- deadlock). Subscribed before the walk, the group starts where it would have, as the walk reads
+-- the same instant (i_now): a namespace pop is a pop on every queue it covers (docs/http-api.md
+-- §4.10).
 -- i_selectors: whether some request has no queue name (a namespace or task).
 select regina._drop_outdated('regina._pop_lock_order(regina.pop_request[], timestamptz)',
                              'i_selectors');

@@ -14,8 +14,9 @@
 -- Cursors come before partitions on purpose: a pop that creates a subscription waits for the
 -- partitions table in share mode and may hold cursors (pops subscribe before they claim, but a
 -- queue created while a call of several requests runs is met by a later one), so a transaction
--- holding that table in row-exclusive mode must never wait for a cursor. After step 3 nothing waits: acks touch only
--- cursors held here, and pushes never wait for the ready rows of other consumers (20_push.sql).
+-- holding that table in row-exclusive mode must never wait for a cursor. After step 3 nothing
+-- waits: acks touch only cursors held here, and pushes never wait for the ready rows of other
+-- consumers (20_push.sql).
 
 -- The wire result of one ack operation, from a regina.ack result.
 create or replace function regina._transaction_ack_result(i_ack jsonb) returns jsonb
