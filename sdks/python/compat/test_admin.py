@@ -131,19 +131,19 @@ def test_seek_subscription_and_group_deletion() -> None:
 
 def test_the_clients_own_group_calls() -> None:
     """The consumer-group calls on the client itself, which every release has (0.7.4 no others)."""
-    queue = name("own-groups")
+    queue, group = name("own-groups"), name("group")
 
     async def scenario(queen: Queen) -> None:
         await queen.queue(queue).push([{"data": "kept"}])
-        got = await take(queen, queen.queue(queue).group("g").batch(10), "g")
+        got = await take(queen, queen.queue(queue).group(group).batch(10), group)
         assert [m["data"] for m in got] == ["kept"]
         now = datetime.now(timezone.utc).isoformat()
-        updated = await queen.update_consumer_group_timestamp("g", now)
+        updated = await queen.update_consumer_group_timestamp(group, now)
         assert updated["success"], updated
-        gone = await queen.delete_consumer_group("g")
+        gone = await queen.delete_consumer_group(group)
         assert gone["success"], gone
         # Deleted with its metadata: the group subscribes again, from the oldest message.
-        again = await immediate(queen.queue(queue).group("g").batch(10).subscription_mode("all")).pop()
+        again = await immediate(queen.queue(queue).group(group).batch(10).subscription_mode("all")).pop()
         assert [m["data"] for m in again] == ["kept"]
 
     run(scenario)
