@@ -215,6 +215,26 @@ async fn default_subscription_mode_applies_when_a_pop_names_none() {
     );
 }
 
+/// Waits until a session running `regina.pop($1…)` waits for a lock (`what` says which); returns
+/// the connection that watched, for the caller's checks.
+async fn pop_waiting_on_a_lock(b: &TestBroker, what: &str) -> tokio_postgres::Client {
+    let watcher = b.db().await;
+    regina_testkit::wait_until(what, || async {
+        let row = watcher
+            .query_one(
+                "select count(*) from pg_stat_activity \
+                 where wait_event_type = 'Lock' and query like '%regina.pop($1%' \
+                   and pid <> pg_backend_pid()",
+                &[],
+            )
+            .await
+            .expect("pg_stat_activity");
+        row.get::<_, i64>(0) > 0
+    })
+    .await;
+    watcher
+}
+
 /// Runs two pop calls that could deadlock if each took its rows in request order: a direct
 /// connection holds `first` (one request) open; a call of `second_then_first` (two requests) is
 /// seen waiting for it; the holder then runs `second` and commits. Both must end, and the holder
@@ -233,20 +253,7 @@ async fn opposite_orders(b: &TestBroker, first: Value, second: Value) -> tokio_p
         let reqs = json!([second, first]).to_string();
         tokio::spawn(async move { db.query(pop, &[&reqs]).await })
     };
-    let watcher = b.db().await;
-    regina_testkit::wait_until("the call waits for the holder", || async {
-        let row = watcher
-            .query_one(
-                "select count(*) from pg_stat_activity \
-                 where wait_event_type = 'Lock' and query like '%regina.pop($1%' \
-                   and pid <> pg_backend_pid()",
-                &[],
-            )
-            .await
-            .expect("pg_stat_activity");
-        row.get::<_, i64>(0) > 0
-    })
-    .await;
+    let watcher = pop_waiting_on_a_lock(b, "the call waits for the holder").await;
     holder
         .query(pop, &[&json!([second]).to_string()])
         .await
@@ -368,20 +375,7 @@ async fn a_namespace_pop_subscribing_on_its_walk_does_not_deadlock_with_a_push()
             .await
         })
     };
-    let watcher = b.db().await;
-    regina_testkit::wait_until("the pop waits for the push's table lock", || async {
-        let row = watcher
-            .query_one(
-                "select count(*) from pg_stat_activity \
-                 where wait_event_type = 'Lock' and query like '%regina.pop($1%' \
-                   and pid <> pg_backend_pid()",
-                &[],
-            )
-            .await
-            .expect("pg_stat_activity");
-        row.get::<_, i64>(0) > 0
-    })
-    .await;
+    pop_waiting_on_a_lock(&b, "the pop waits for the push's table lock").await;
     push.query(
         "select 1 from regina.partitions p join regina.queues q on q.id = p.queue_id \
          where q.name = 'first' and p.name = 'x' for no key update of p",
