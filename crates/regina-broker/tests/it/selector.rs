@@ -6,7 +6,8 @@ use serde_json::json;
 
 use crate::support::{start, Api};
 
-async fn queue(api: &Api, name: &str, ns: &str, task: &str, priority: i64) {
+/// Configures queue `name` in namespace `ns` and task `task` at `priority`.
+pub(crate) async fn queue(api: &Api, name: &str, ns: &str, task: &str, priority: i64) {
     let r = api
         .post("/api/v1/configure",
               &json!({"queue": name, "namespace": ns, "task": task, "options": {"priority": priority}}))

@@ -5,6 +5,7 @@ use time::format_description::well_known::Rfc3339;
 
 use regina_testkit::TestBroker;
 
+use crate::selector::queue;
 use crate::support::{enc, start, start_with, ts, Api};
 
 /// Drains everything `group` can get from `queue` (acking each batch), returning the payloads.
@@ -341,15 +342,8 @@ async fn calls_popping_namespaces_in_opposite_orders_do_not_deadlock() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_pop_subscribing_on_its_walk_does_not_deadlock_with_a_push() {
     let (b, api) = start().await;
-    for (queue, priority) in [("first", 10), ("second", 0)] {
-        let r = api
-            .post(
-                "/api/v1/configure",
-                &json!({"queue": queue, "namespace": "ns", "options": {"priority": priority}}),
-            )
-            .await;
-        assert!(r.status == 200 || r.status == 201, "{r:?}");
-    }
+    queue(&api, "first", "ns", "work", 10).await;
+    queue(&api, "second", "ns", "work", 0).await;
     // The group knows `first` (an empty pop subscribes it), not `second`.
     api.pop("first", "consumerGroup=g")
         .await
@@ -411,23 +405,11 @@ async fn a_namespace_pop_subscribing_on_its_walk_does_not_deadlock_with_a_push()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_pop_subscribes_every_queue_it_covers_even_those_its_walk_skips() {
     let (_b, api) = start().await;
-    let configure = |queue: &'static str, priority: i64| {
-        let api = api.clone();
-        async move {
-            let r = api
-                .post(
-                    "/api/v1/configure",
-                    &json!({"queue": queue, "namespace": "ns", "options": {"priority": priority}}),
-                )
-                .await;
-            assert!(r.status == 200 || r.status == 201, "{r:?}");
-        }
-    };
     let pop = "/api/v1/pop?namespace=ns&consumerGroup=g&subscriptionMode=new&autoAck=true";
-    configure("high", 10).await;
+    queue(&api, "high", "ns", "work", 10).await;
     assert_eq!(api.get(pop).await.status, 204, "subscribes `high` from now");
     api.push_to("high", "p", &[json!("h1")]).await;
-    configure("low", 0).await;
+    queue(&api, "low", "ns", "work", 0).await;
     // One partition per pop: `high` fills it, and the walk ends before `low`.
     assert_eq!(api.get(pop).await.data(), vec![json!("h1")]);
     api.push_to("low", "p", &[json!("l1")]).await;
