@@ -21,16 +21,16 @@ use crate::plan::Item;
 #[serde(rename_all = "camelCase")]
 pub struct Delivery {
     /// Partition name.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_or_empty")]
     pub partition: String,
     /// Partition UUID (for acks).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_or_empty")]
     pub partition_id: String,
     /// Transaction id (for acks).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_or_empty")]
     pub transaction_id: String,
     /// Lease id ("" with autoAck).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "text_or_empty")]
     pub lease_id: String,
     /// The payload.
     #[serde(default)]
@@ -53,10 +53,21 @@ struct PushEntry<'a> {
     status: std::borrow::Cow<'a, str>,
 }
 
+impl PushEntry<'_> {
+    fn is_queued(&self) -> bool {
+        self.status == "queued"
+    }
+}
+
 /// How many entries of a push's answer are `queued`.
 fn queued(answer: &[u8]) -> anyhow::Result<usize> {
     let entries: Vec<PushEntry<'_>> = serde_json::from_slice(answer)?;
-    Ok(entries.iter().filter(|e| e.status == "queued").count())
+    Ok(entries.iter().filter(|e| e.is_queued()).count())
+}
+
+/// A string member that may be `null` or missing: empty then (as the answers' readers expect).
+fn text_or_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(Option::<String>::deserialize(d)?.unwrap_or_default())
 }
 
 /// One acknowledgement.
@@ -343,12 +354,12 @@ impl Session {
                         &[&meta, &payloads],
                     )
                     .await?;
-                let mut queued = 0;
+                let mut count = 0;
                 for row in rows {
-                    let entry: Value = serde_json::from_str(&row.get::<_, String>(0))?;
-                    queued += usize::from(entry["status"] == "queued");
+                    let entry: PushEntry<'_> = serde_json::from_str(row.get::<_, &str>(0))?;
+                    count += usize::from(entry.is_queued());
                 }
-                Ok(queued)
+                Ok(count)
             }
             Session::Ceiling(c, index) => {
                 ceiling::push(&c.pool.clients[*index], &c.push[*index], &c.known, items).await
@@ -541,5 +552,43 @@ impl Session {
                 Ok(body["total"].as_u64().unwrap_or(0))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pop_answer_gives_its_messages_with_null_or_missing_ids_empty() {
+        let answer = br#"{"success":true,"leaseId":null,"messages":[
+            {"partition":"p","partitionId":"u","transactionId":"t","leaseId":null,
+             "createdAt":"2026-12-03T00:00:00Z","data":{"l":1,"s":2}},
+            {"partition":"q","transactionId":"t2","data":"x"}]}"#;
+        let got = deliveries(answer).expect("answer");
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            (
+                got[0].partition.as_str(),
+                got[0].partition_id.as_str(),
+                got[0].lease_id.as_str()
+            ),
+            ("p", "u", "")
+        );
+        assert_eq!(got[0].data, json!({"l": 1, "s": 2}));
+        assert_eq!(
+            (got[1].partition_id.as_str(), got[1].transaction_id.as_str()),
+            ("", "t2")
+        );
+        assert!(deliveries(br#"{"empty":"empty"}"#)
+            .expect("empty")
+            .is_empty());
+    }
+
+    #[test]
+    fn a_push_answer_counts_its_queued_entries() {
+        let answer = br#"[{"status":"queued","message_id":"a"},{"status":"duplicate"},
+                          {"status":"failed","code":"queue_full"},{"status":"queued"}]"#;
+        assert_eq!(queued(answer).expect("answer"), 2);
     }
 }
