@@ -235,7 +235,13 @@ async fn queen_0_12_0_transaction_acks_apply_to_queue_mode() {
         .await;
     assert_eq!(r.status, 200, "{r:?}");
     assert_eq!(r.body["results"][0]["success"], true, "{r:?}");
-    assert_eq!(api.pop("plain", "").await.status, 204, "settled");
+    let settled = |m: &Value, group: Option<&str>| {
+        json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+               "status": "failed", "consumerGroup": group})
+    };
+    // Settled for queue mode: a lease-less failure is refused as such.
+    let r = api.post("/api/v1/ack", &settled(&m, None)).await;
+    assert_eq!(r.body[0]["code"], "already_settled", "{r:?}");
     assert_eq!(
         api.pop("plain-out", "autoAck=true").await.data(),
         vec![json!("next")]
@@ -250,17 +256,14 @@ async fn queen_0_12_0_transaction_acks_apply_to_queue_mode() {
     assert_eq!(r.body["code"], "not_leased", "{r:?}");
     assert_eq!(r.body["success"], false);
     assert_eq!(api.pop("named-out", "").await.status, 204, "nothing pushed");
-    let mut ack = json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
-                         "leaseId": m["leaseId"], "status": "completed"});
+    let ack = json!({"transactionId": m["transactionId"], "partitionId": m["partitionId"],
+                     "leaseId": m["leaseId"], "status": "completed"});
     let r = api.post("/api/v1/ack", &ack).await;
     assert_eq!(
         r.body[0]["success"], true,
         "the group's lease held on: {r:?}"
     );
-    ack["status"] = json!("failed");
-    ack.as_object_mut().unwrap().remove("leaseId");
-    ack["consumerGroup"] = json!("g");
-    let r = api.post("/api/v1/ack", &ack).await;
+    let r = api.post("/api/v1/ack", &settled(&m, Some("g"))).await;
     assert_eq!(r.body[0]["code"], "already_settled", "{r:?}");
 }
 
