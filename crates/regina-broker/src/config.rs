@@ -415,6 +415,13 @@ pub struct Config {
     /// on another instance is seen after at most this long.
     #[arg(long, env = "LONGPOLL_QUIET_MS", default_value_t = defaults::LONGPOLL_QUIET_MS)]
     pub longpoll_quiet_ms: u64,
+    /// A push runs the pops of the long-polls of one queue that it would wake in its own
+    /// transaction, so they get its messages at its commit without a transaction of their own
+    /// (http-api.md §4.9). `false`: the push wakes them and each pops on its own.
+    #[arg(long, env = "LONGPOLL_PUSH_POPS", default_value = "true",
+          value_parser = parse_flag, num_args = 0..=1,
+          default_missing_value = "true", action = clap::ArgAction::Set)]
+    pub longpoll_push_pops: bool,
     /// Time a push, ack or lease-extension request may wait to be fused with others,
     /// microseconds (0: fuse only what is already waiting); pops have `POP_HOLD_US`.
     #[arg(long, env = "BATCH_HOLD_US", default_value_t = defaults::BATCH_HOLD_US)]

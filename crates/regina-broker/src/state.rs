@@ -84,13 +84,13 @@ impl AppState {
         let started = Instant::now();
         let metrics = Arc::new(Metrics::new(started, config.metrics_queue_labels_max));
         let waiters = Arc::new(Waiters::new(config.longpoll_waiters_max));
-        let engine = Engine::start(&db, &waiters, &metrics, &config);
         // The switches in force before serving; later changes arrive through the listener.
         let maintenance = Arc::new(
             Maintenance::load(&db, &waiters)
                 .await
                 .map_err(|e| Error::Connect(e.to_string()))?,
         );
+        let engine = Engine::start(&db, &waiters, &metrics, &maintenance, &config);
         let failover = Failover::start(&config, &db, &waiters, &metrics, &maintenance);
         let services = Services::start(
             ConnectSettings::new(&config, "jobs")?,

@@ -12,6 +12,7 @@ pub(crate) mod jobs;
 mod listen;
 mod maintenance;
 pub(crate) mod migrate;
+mod outcome;
 mod pool;
 pub(crate) mod stats;
 mod streams;
@@ -23,6 +24,7 @@ use uuid::Uuid;
 pub(crate) use admin::Cleared;
 pub(crate) use error::DbError;
 pub(crate) use listen::{Notice, LISTEN_ROLE};
+pub(crate) use outcome::{PopOutcome, Quiet};
 pub(crate) use pool::{ConnectSettings, Db};
 pub(crate) use streams::CycleRow;
 
@@ -33,6 +35,8 @@ pub(crate) enum Stmt {
     Push,
     /// `regina.pop_text` (`regina.pop` with its results as text).
     Pop,
+    /// `regina.push_pop_text`: a push and the pops of the long-polls it would wake.
+    PushPop,
     /// `regina.ack`.
     Ack,
     /// `regina.lease_extend`.
@@ -79,7 +83,7 @@ pub(crate) enum Stmt {
 
 impl Stmt {
     /// Number of variants (size of a session's statement cache).
-    pub(crate) const COUNT: usize = 23;
+    pub(crate) const COUNT: usize = 24;
 
     fn sql(self) -> &'static str {
         match self {
@@ -92,6 +96,10 @@ impl Stmt {
                 "select idx, result::text, events::text, quiet, \
                  case when $2::boolean then set_config('synchronous_commit', 'off', true) end \
                  from regina.pop_text($1::text::jsonb)"
+            }
+            Stmt::PushPop => {
+                "select pop, idx, result, events::text, quiet \
+                 from regina.push_pop_text($1::text::jsonb, $2::text::json, $3::text::jsonb)"
             }
             Stmt::Ack => {
                 "select idx, result::text, wake_queue, wake_group, queue_name, acked, \
@@ -187,12 +195,13 @@ pub(crate) struct AckRow {
 }
 
 pub(crate) fn indexed(row: &Row) -> Result<IndexedRow, DbError> {
-    let idx: i32 = row
-        .try_get(0)
-        .map_err(|e| DbError::Internal(e.to_string()))?;
-    let result: Option<String> = row
-        .try_get(1)
-        .map_err(|e| DbError::Internal(e.to_string()))?;
+    indexed_from(row, 0)
+}
+
+/// The indexed result whose `idx` is column `first` and `result` the next.
+fn indexed_from(row: &Row, first: usize) -> Result<IndexedRow, DbError> {
+    let idx: i32 = column(row, first)?;
+    let result: Option<String> = column(row, first + 1)?;
     let idx = usize::try_from(idx).map_err(|_| DbError::Internal(format!("negative idx {idx}")))?;
     Ok(IndexedRow {
         idx,
@@ -209,10 +218,15 @@ fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
 }
 
 fn pop_row(row: &Row) -> Result<PopRow, DbError> {
+    pop_row_from(row, 0)
+}
+
+/// A `regina.pop_text` row whose `idx` is column `first`.
+fn pop_row_from(row: &Row, first: usize) -> Result<PopRow, DbError> {
     Ok(PopRow {
-        row: indexed(row)?,
-        events: column(row, 2)?,
-        quiet: column(row, 3)?,
+        row: indexed_from(row, first)?,
+        events: column(row, first + 2)?,
+        quiet: column(row, first + 3)?,
     })
 }
 
@@ -279,6 +293,30 @@ impl Db {
     ) -> Result<Vec<PopRow>, DbError> {
         let rows = self.query(Stmt::Pop, &[&requests, &commit_async]).await?;
         rows.iter().map(pop_row).collect()
+    }
+
+    /// `regina.push_pop_text(items, payloads, requests)`: one row per item, as [`Db::push`], and
+    /// one per pop request that ran, as [`Db::pop`] (a request whose group has not subscribed to
+    /// its queue does not run).
+    pub(crate) async fn push_pop(
+        &self,
+        items: &str,
+        payloads: &str,
+        requests: &str,
+    ) -> Result<(Vec<IndexedRow>, Vec<PopRow>), DbError> {
+        let rows = self
+            .query(Stmt::PushPop, &[&items, &payloads, &requests])
+            .await?;
+        let mut pushed = Vec::with_capacity(rows.len());
+        let mut popped = Vec::new();
+        for row in &rows {
+            if column::<bool>(row, 0)? {
+                popped.push(pop_row_from(row, 1)?);
+            } else {
+                pushed.push(indexed_from(row, 1)?);
+            }
+        }
+        Ok((pushed, popped))
     }
 
     /// `regina.ack(acks)`: one row per ack item; with `commit_async`, its commit does not wait

@@ -18,8 +18,7 @@ use std::time::Duration;
 use announce::Announcer;
 use batcher::{BatchSettings, Batcher};
 pub(crate) use ops::{
-    push_arrays, push_committed, AckRequest, ExtendRequest, PopOutcome, PopRequest, PushItem,
-    PushRequest, Quiet,
+    push_arrays, push_committed, AckRequest, ExtendRequest, PopRequest, PushItem, PushRequest,
 };
 use ops::{AckOp, ExtendOp, PopOp, PushOp};
 pub(crate) use repeat::{repeating_conflicts, succeeded};
@@ -29,7 +28,8 @@ pub(crate) use transaction::TransactionRequest;
 use transaction::Transactions;
 
 use crate::config::Config;
-use crate::db::{Db, DbError};
+use crate::db::{Db, DbError, PopOutcome};
+use crate::maintenance::Maintenance;
 use crate::metrics::Metrics;
 use crate::waiters::Waiters;
 
@@ -55,6 +55,7 @@ impl Engine {
         db: &Db,
         waiters: &Arc<Waiters>,
         metrics: &Arc<Metrics>,
+        maintenance: &Arc<Maintenance>,
         config: &Config,
     ) -> Engine {
         let settings = |slots, hold_us| BatchSettings {
@@ -86,6 +87,9 @@ impl Engine {
                         Arc::new(PushOp {
                             waiters: waiters.clone(),
                             announcer: announcer.clone(),
+                            metrics: metrics.clone(),
+                            maintenance: maintenance.clone(),
+                            long_poll_pops: config.longpoll_push_pops,
                         }),
                         db.clone(),
                         settings(1, config.batch_hold_us),

@@ -4,16 +4,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-use time::format_description::well_known::Rfc3339;
-use time::OffsetDateTime;
+use serde::Serialize;
 use uuid::Uuid;
 
 use super::announce::Announcer;
 use super::batcher::BatchOp;
-use crate::db::{Db, DbError, IndexedRow};
+use crate::db::{Db, DbError, IndexedRow, PopOutcome, PopRow};
+use crate::maintenance::Maintenance;
 use crate::metrics::Metrics;
-use crate::waiters::Waiters;
+use crate::waiters::{Handed, Taken, Waiters};
 
 /// `[a,b,c]` from pre-written JSON fragments (each a comma-separated run of elements), in one
 /// allocation of the exact size: a fused call's arrays can be megabytes, and growing them by
@@ -224,21 +223,69 @@ pub(crate) fn push_committed<'a>(
     announcer: &Announcer,
     targets: impl Iterator<Item = (&'a str, &'a str)>,
 ) {
-    let mut by_queue: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-    for (queue, partition) in targets {
-        by_queue.entry(queue).or_default().insert(partition);
-    }
-    for (queue, partitions) in by_queue {
-        let partitions: Vec<&str> = partitions.into_iter().collect();
+    for (queue, partitions) in by_queue(targets) {
         waiters.push_committed(queue, &partitions);
         announcer.announce(queue, &partitions);
     }
 }
 
-/// Fused `regina.push`.
+/// The distinct partitions of each queue among `targets` (queue, partition), in name order.
+fn by_queue<'a>(targets: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<(&'a str, Vec<&'a str>)> {
+    let mut by_queue: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for (queue, partition) in targets {
+        by_queue.entry(queue).or_default().insert(partition);
+    }
+    by_queue
+        .into_iter()
+        .map(|(queue, partitions)| (queue, partitions.into_iter().collect()))
+        .collect()
+}
+
+/// Fused `regina.push`, with the pops of the long-polls it would wake (`regina.push_pop_text`).
 pub(crate) struct PushOp {
     pub(crate) waiters: Arc<Waiters>,
     pub(crate) announcer: Announcer,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) maintenance: Arc<Maintenance>,
+    /// `LONGPOLL_PUSH_POPS`.
+    pub(crate) long_poll_pops: bool,
+}
+
+impl PushOp {
+    /// Hands each taken pop its outcome (a row of `popped`, or none: it did not run), and ends
+    /// the leases of those whose long-poll left meanwhile, as a pop call does for a departed
+    /// client.
+    async fn hand(&self, db: &Db, taken: Vec<Taken>, popped: Vec<PopRow>) {
+        let total = taken.len();
+        let rows = popped.into_iter().map(|row| {
+            if let Some(events) = &row.events {
+                self.metrics.pop_events(events);
+            }
+            (row.row.idx, (row.row.result, row.quiet))
+        });
+        let mut orphans = Vec::new();
+        for (taken, slot) in taken.into_iter().zip(placed(rows, total)) {
+            let outcome =
+                slot.map(|(result, quiet)| PopOutcome::from_result(result, quiet.as_deref()));
+            let handed = match outcome {
+                Some(Ok(outcome)) => {
+                    self.metrics.longpoll_push_pop();
+                    Handed::Ran(outcome)
+                }
+                Some(Err(error)) => {
+                    tracing::warn!(%error, "a pop run by a push answered unreadably");
+                    Handed::NotRun
+                }
+                None => Handed::NotRun,
+            };
+            if let Some(Handed::Ran(outcome)) = self.waiters.hand(taken, handed) {
+                orphans.push(outcome);
+            }
+        }
+        if !orphans.is_empty() {
+            release_departed(db, &self.waiters, orphans).await;
+        }
+    }
 }
 
 impl BatchOp for PushOp {
@@ -257,17 +304,39 @@ impl BatchOp for PushOp {
 
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
         let (items, payloads) = push_arrays(requests.iter().flat_map(|r| r.iter()));
+        let targets = || {
+            let items = requests.iter().flat_map(|r| r.iter());
+            items.map(|i| (&*i.queue, &*i.partition))
+        };
+        // The pops of the long-polls this push would wake run in its transaction.
+        let taken = if self.long_poll_pops && !self.maintenance.pop_on() {
+            self.waiters.take_for_push(&by_queue(targets()))
+        } else {
+            Vec::new()
+        };
         // No NOTIFY inside the transaction (see `announce`): other instances hear after commit.
-        let rows = db.push(&items, &payloads, false).await?;
-        let results = split_rows(rows, requests.iter().map(|r| r.len()))?;
-        // Committed: wake the waiters of every written partition (http-api.md §4.9).
-        let targets = requests.iter().flat_map(|r| r.iter());
-        push_committed(
-            &self.waiters,
-            &self.announcer,
-            targets.map(|i| (&*i.queue, &*i.partition)),
-        );
-        Ok(results)
+        let (rows, popped) = if taken.is_empty() {
+            (db.push(&items, &payloads, false).await?, Vec::new())
+        } else {
+            let pops = json_array(taken.iter().map(|t| &*t.json));
+            match db.push_pop(&items, &payloads, &pops).await {
+                Ok(answer) => answer,
+                Err(error) => {
+                    for taken in taken {
+                        self.waiters.hand(taken, Handed::NotRun);
+                    }
+                    return Err(error);
+                }
+            }
+        };
+        let results = split_rows(rows, requests.iter().map(|r| r.len()));
+        // Committed: wake the waiters of every written partition (http-api.md §4.9); those whose
+        // pops ran here count as woken, and get their answers after.
+        push_committed(&self.waiters, &self.announcer, targets());
+        if !taken.is_empty() {
+            self.hand(db, taken, popped).await;
+        }
+        results
     }
 }
 
@@ -277,88 +346,6 @@ pub(crate) struct PopRequest {
     pub(crate) json: String,
     /// Its `batch`: the most messages it can bring back.
     pub(crate) batch: usize,
-}
-
-/// What one pop attempt produced.
-#[derive(Debug)]
-pub(crate) enum PopOutcome {
-    /// Messages were delivered: the §3.4 response body, and the lease (none with autoAck).
-    Delivered {
-        /// Response body.
-        body: String,
-        /// The claiming lease, released if the client left.
-        lease_id: Option<Uuid>,
-        /// See [`Quiet`].
-        quiet: Option<Quiet>,
-    },
-    /// Nothing deliverable now.
-    Empty {
-        /// `empty`, `queue_not_found`, `partition_not_found`, `lease_held`, `window_buffer`.
-        reason: String,
-        /// Earliest instant something may become eligible (database clock).
-        wake_at: Option<OffsetDateTime>,
-        /// See [`Quiet`].
-        quiet: Option<Quiet>,
-    },
-}
-
-/// For a pop of one named queue over its partitions: after the call nothing was due for the
-/// group there until an instant (database clock), or until an event (`regina._pop_one`'s
-/// `o_quiet`). Absent when something may be due now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Quiet {
-    /// Until this instant, or an event before it.
-    Until(OffsetDateTime),
-    /// Until an event.
-    UntilEvent,
-}
-
-impl Quiet {
-    fn parse(text: Option<&str>) -> Option<Quiet> {
-        match text? {
-            "infinity" => Some(Quiet::UntilEvent),
-            at => OffsetDateTime::parse(at, &Rfc3339).ok().map(Quiet::Until),
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct PopProbe {
-    empty: Option<String>,
-    #[serde(rename = "wakeAt")]
-    wake_at: Option<String>,
-    #[serde(rename = "leaseId")]
-    lease_id: Option<String>,
-}
-
-impl PopOutcome {
-    /// Reads a `regina.pop` result (and its `quiet`) without building a tree of its payloads.
-    pub(crate) fn from_result(result: String, quiet: Option<&str>) -> Result<PopOutcome, DbError> {
-        let probe: PopProbe = serde_json::from_str(&result)
-            .map_err(|e| DbError::Internal(format!("unreadable pop result: {e}")))?;
-        let quiet = Quiet::parse(quiet);
-        Ok(match probe.empty {
-            Some(reason) => PopOutcome::Empty {
-                reason,
-                wake_at: probe
-                    .wake_at
-                    .and_then(|t| OffsetDateTime::parse(&t, &Rfc3339).ok()),
-                quiet,
-            },
-            None => PopOutcome::Delivered {
-                lease_id: probe.lease_id.and_then(|id| Uuid::parse_str(&id).ok()),
-                body: result,
-                quiet,
-            },
-        })
-    }
-
-    /// See [`Quiet`].
-    pub(crate) fn quiet(&self) -> Option<Quiet> {
-        match self {
-            PopOutcome::Delivered { quiet, .. } | PopOutcome::Empty { quiet, .. } => *quiet,
-        }
-    }
 }
 
 /// Fused `regina.pop`.
@@ -402,28 +389,34 @@ impl BatchOp for PopOp {
     /// The client left before its messages were handed over: end those leases as if acked
     /// `retry`, so the messages are delivered again at once (http-api.md §4.8).
     async fn abandoned(&self, db: &Db, responses: Vec<PopOutcome>) {
-        let lease_ids: Vec<Uuid> = responses
-            .into_iter()
-            .filter_map(|r| match r {
-                PopOutcome::Delivered { lease_id, .. } => lease_id,
-                PopOutcome::Empty { .. } => None,
-            })
-            .collect();
-        if lease_ids.is_empty() {
-            return;
-        }
-        match db.lease_release(&lease_ids).await {
-            Ok(ended) => {
-                tracing::info!(
-                    leases = lease_ids.len(),
-                    "released leases of departed clients"
-                );
-                for (queue, group) in ended {
-                    self.waiters.lease_ended(&queue, &group);
-                }
+        release_departed(db, &self.waiters, responses).await;
+    }
+}
+
+/// Ends the leases of pop outcomes whose client left before receiving them, as if acked `retry`,
+/// so their messages are delivered again at once (http-api.md §4.8).
+async fn release_departed(db: &Db, waiters: &Waiters, outcomes: Vec<PopOutcome>) {
+    let lease_ids: Vec<Uuid> = outcomes
+        .into_iter()
+        .filter_map(|r| match r {
+            PopOutcome::Delivered { lease_id, .. } => lease_id,
+            PopOutcome::Empty { .. } => None,
+        })
+        .collect();
+    if lease_ids.is_empty() {
+        return;
+    }
+    match db.lease_release(&lease_ids).await {
+        Ok(ended) => {
+            tracing::info!(
+                leases = lease_ids.len(),
+                "released leases of departed clients"
+            );
+            for (queue, group) in ended {
+                waiters.lease_ended(&queue, &group);
             }
-            Err(error) => tracing::warn!(%error, "releasing leases of departed clients failed"),
         }
+        Err(error) => tracing::warn!(%error, "releasing leases of departed clients failed"),
     }
 }
 
@@ -534,46 +527,5 @@ mod tests {
             json_array(["{\"a\":1},{\"b\":2}", "", "{\"c\":3}"].into_iter()),
             "[{\"a\":1},{\"b\":2},{\"c\":3}]"
         );
-    }
-
-    #[test]
-    fn pop_results_are_told_apart() {
-        let empty = PopOutcome::from_result(
-            r#"{"empty": "lease_held", "wakeAt": "2026-05-10T09:00:01.123Z"}"#.into(),
-            None,
-        );
-        assert!(
-            matches!(empty, Ok(PopOutcome::Empty { ref reason, wake_at: Some(_), quiet: None }) if reason == "lease_held")
-        );
-        let lease = "0196a1b2-0000-7000-8000-000000000001";
-        let body = format!(
-            r#"{{"success": true, "leaseId": "{lease}", "messages": [{{"data": {{"x": [1]}}}}]}}"#
-        );
-        match PopOutcome::from_result(body.clone(), Some("infinity")) {
-            Ok(PopOutcome::Delivered {
-                body: b,
-                lease_id,
-                quiet,
-            }) => {
-                assert_eq!(b, body);
-                assert_eq!(lease_id.map(|l| l.to_string()).as_deref(), Some(lease));
-                assert_eq!(quiet, Some(Quiet::UntilEvent));
-            }
-            other => panic!("unexpected {other:?}"),
-        }
-    }
-
-    #[test]
-    fn quiet_is_an_instant_infinity_or_nothing() {
-        let at = "2026-05-10T09:00:01.123456Z";
-        assert_eq!(
-            Quiet::parse(Some(at)),
-            Some(Quiet::Until(
-                OffsetDateTime::parse(at, &Rfc3339).expect("instant")
-            ))
-        );
-        assert_eq!(Quiet::parse(Some("infinity")), Some(Quiet::UntilEvent));
-        assert_eq!(Quiet::parse(None), None);
-        assert_eq!(Quiet::parse(Some("soon")), None, "unreadable: not trusted");
     }
 }

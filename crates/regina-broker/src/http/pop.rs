@@ -19,11 +19,11 @@ use super::contract::params::{
 use super::contract::{Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
 use crate::config::Config;
-use crate::db::DbError;
+use crate::db::{DbError, PopOutcome, Quiet};
 use crate::engine::json::to_json;
-use crate::engine::{PopOutcome, PopRequest, Quiet};
+use crate::engine::PopRequest;
 use crate::state::{AppState, Shared};
-use crate::waiters::{WaitKey, WaiterGuard};
+use crate::waiters::{Handed, Resumed, WaitKey, WaiterGuard};
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
 /// `wakeAt` comes from the database clock (microseconds); waking a hair late absorbs a small
@@ -315,6 +315,11 @@ async fn long_poll(
     if shared.maintenance.pop_on() {
         return Ok(Err("paused".to_owned()));
     }
+    // A push that would wake this long-poll of one queue may run its pop in its own transaction
+    // instead (LONGPOLL_PUSH_POPS, http-api.md §4.9).
+    if shared.config.longpoll_push_pops && matches!(params.target, Target::Queue { .. }) {
+        guard.offer(std::sync::Arc::from(json));
+    }
     // POP_TIMEOUT_MS_MAX is operator-set: an absurd value must not overflow the clock.
     let deadline = Instant::now()
         .checked_add(Duration::from_millis(params.timeout_ms))
@@ -328,30 +333,36 @@ async fn long_poll(
     // An event woke this waiter: it asks the database whatever is known (it may be one the group
     // was handed to, see waiters::quiet).
     let mut woken = false;
+    // A push ran this waiter's pop and found nothing to deliver: that answer stands for an
+    // attempt (its `wakeAt`).
+    let mut handed_empty: Option<Option<OffsetDateTime>> = None;
     loop {
         let known = quiet_key
             .filter(|_| !woken)
             .and_then(|(q, g)| shared.waiters.quiet(q, g));
-        let wake_at = match known {
-            // Known to have nothing due: park without asking the database (waiters::quiet).
-            Some(until) => {
-                shared.metrics.longpoll_quiet_park();
-                Some(until.saturating_duration_since(Instant::now()).max(rearm))
-            }
-            None => match attempt(shared, params, json, quiet_key).await {
-                Ok(PopOutcome::Delivered { body, .. }) => {
-                    guard.done();
-                    return Ok(Ok(body));
+        let wake_at = match handed_empty.take() {
+            Some(at) => at.map(|at| delay_until(at).max(rearm)),
+            None => match known {
+                // Known to have nothing due: park without asking the database (waiters::quiet).
+                Some(until) => {
+                    shared.metrics.longpoll_quiet_park();
+                    Some(until.saturating_duration_since(Instant::now()).max(rearm))
                 }
-                Ok(PopOutcome::Empty { wake_at, .. }) => {
-                    wake_at.map(|at| delay_until(at).max(rearm))
-                }
-                // Once parked, a database outage does not end the wait (http-api.md §4.14).
-                Err(error) if !first_attempt => {
-                    tracing::debug!(%error, "parked pop retry failed");
-                    Some(DB_RETRY_DELAY)
-                }
-                Err(error) => return Err(error.into()),
+                None => match attempt(shared, params, json, quiet_key).await {
+                    Ok(PopOutcome::Delivered { body, .. }) => {
+                        guard.done();
+                        return Ok(Ok(body));
+                    }
+                    Ok(PopOutcome::Empty { wake_at, .. }) => {
+                        wake_at.map(|at| delay_until(at).max(rearm))
+                    }
+                    // Once parked, a database outage does not end the wait (http-api.md §4.14).
+                    Err(error) if !first_attempt => {
+                        tracing::debug!(%error, "parked pop retry failed");
+                        Some(DB_RETRY_DELAY)
+                    }
+                    Err(error) => return Err(error.into()),
+                },
             },
         };
         first_attempt = false;
@@ -362,6 +373,11 @@ async fn long_poll(
             // A timer retry that finds nothing again backs off, so clock skew cannot spin.
             Parked::Timer if wake_at.is_some() => rearm = (rearm * 2).min(REARM_MAX),
             Parked::Timer => {}
+            Parked::Handed(PopOutcome::Delivered { body, .. }) => {
+                guard.done();
+                return Ok(Ok(body));
+            }
+            Parked::Handed(PopOutcome::Empty { wake_at, .. }) => handed_empty = Some(wake_at),
             Parked::Done(reason) => return Ok(Err(reason.to_owned())),
         }
     }
@@ -399,6 +415,8 @@ enum Parked {
     Woken,
     /// Its timer (`wake_at` or the re-check) fired: retry.
     Timer,
+    /// A push ran its pop in its transaction, with this outcome, and no event came since.
+    Handed(PopOutcome),
     /// It ends with this empty reason (`timeout`, `shutdown`, `paused`).
     Done(&'static str),
 }
@@ -425,14 +443,32 @@ async fn park(
         .min()
         .map(|d| now + d);
     let until = timer.map_or(deadline, |t| t.min(deadline));
-    let woken = guard.park_until(until).await;
+    let resumed = guard.park_until(until).await;
+    // Messages a push's transaction claimed for this waiter are its answer, whatever else holds.
+    let (woken, handed) = match resumed {
+        // Messages a push's transaction claimed for this waiter are its answer, whatever else
+        // holds now.
+        Resumed::Handed {
+            handed: Handed::Ran(outcome @ PopOutcome::Delivered { .. }),
+            ..
+        } => return Parked::Handed(outcome),
+        Resumed::Handed {
+            handed: Handed::Ran(outcome),
+            evented: false,
+        } => (false, Some(outcome)),
+        // An event the push's pop may not have seen, or a pop that did not run: ask again.
+        Resumed::Event | Resumed::Handed { .. } => (true, None),
+        Resumed::Timer => (false, None),
+    };
     if shared.waiters.is_shutting_down() {
         return Parked::Done("shutdown");
     }
     if shared.maintenance.pop_on() {
         return Parked::Done("paused");
     }
-    if woken {
+    if let Some(outcome) = handed {
+        Parked::Handed(outcome)
+    } else if woken {
         Parked::Woken
     } else if Instant::now() >= deadline {
         Parked::Done("timeout")

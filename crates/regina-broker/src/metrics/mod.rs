@@ -133,6 +133,7 @@ pub(crate) struct Metrics {
     failover_buffered: IntCounter,
     failover_replayed: IntCounter,
     longpoll_quiet_parks: IntCounter,
+    longpoll_push_pops: IntCounter,
     gauges: Gauges,
     /// Failed database calls (history only: not a Prometheus family of the spec).
     db_errors: IntCounter,
@@ -366,6 +367,12 @@ impl Metrics {
                 "Long-poll pop attempts that parked without a database call: their group was known \
                  to have nothing due on the queue (LONGPOLL_QUIET_MS).",
             ),
+            longpoll_push_pops: counter(
+                &registry,
+                "longpoll_push_pops_total",
+                "Long-poll pops that ran in the transaction of the push that would have woken them \
+                 (LONGPOLL_PUSH_POPS).",
+            ),
             gauges: gauges(&registry),
             db_errors: IntCounter::new("db_errors", "history only").expect("valid metric"),
             registry,
@@ -438,6 +445,11 @@ impl Metrics {
     /// Counts a long-poll attempt answered by what this instance knew (`LONGPOLL_QUIET_MS`).
     pub(crate) fn longpoll_quiet_park(&self) {
         self.longpoll_quiet_parks.inc();
+    }
+
+    /// Counts a long-poll pop that a push ran in its transaction (`LONGPOLL_PUSH_POPS`).
+    pub(crate) fn longpoll_push_pop(&self) {
+        self.longpoll_push_pops.inc();
     }
 
     /// Counts failover records whose replay committed.

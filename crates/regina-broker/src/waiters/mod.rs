@@ -6,6 +6,10 @@
 //! runs leaves a permit behind and the waiter retries instead of parking: no wake-up is lost.
 //! Parked waiters of one key are woken one per pushed partition (spec SHOULD); a woken waiter that
 //! leaves without finishing its retry passes the wake-up on.
+//!
+//! A push may instead take the pops of the parked waiters it would wake and run them in its own
+//! transaction (`take_for_push`, then `hand`): those waiters get their answer at the push's
+//! commit, and the push's wake-up counts them as woken.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +17,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
+
+use crate::db::PopOutcome;
 
 use quiet::Quiet;
 
@@ -49,14 +55,59 @@ struct Entry {
     parked: bool,
     /// Chosen by a targeted wake-up and not yet parked again or done.
     woken: bool,
+    /// An event woke it since it last parked.
+    evented: bool,
+    /// Its `regina.pop` element, for a push to run (a queue long-poll that offered it).
+    offer: Option<Arc<str>>,
+    /// A push took its pop and has not handed the answer yet.
+    taken: bool,
+    /// What a push that took its pop handed it, not yet read.
+    handed: Option<Handed>,
 }
 
 impl Entry {
     fn wake(&mut self, targeted: bool) {
         self.parked = false;
         self.woken |= targeted;
+        self.evented = true;
         self.notify.notify_one();
     }
+}
+
+/// What became of a long-poll's pop that a push took (`take_for_push`).
+#[derive(Debug)]
+pub(crate) enum Handed {
+    /// It ran in the push's transaction, which committed: the pop's outcome.
+    Ran(PopOutcome),
+    /// It did not run (its group had no subscription to the queue yet, or the push's call
+    /// failed): the long-poll asks on its own.
+    NotRun,
+}
+
+/// A long-poll's pop that a push took, to run in its transaction and [`Waiters::hand`] back.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    id: u64,
+    queue: String,
+    /// The pop's `regina.pop` element.
+    pub(crate) json: Arc<str>,
+}
+
+/// How a parked waiter resumed ([`WaiterGuard::park_until`]).
+#[derive(Debug)]
+pub(crate) enum Resumed {
+    /// An event woke it.
+    Event,
+    /// Its time came.
+    Timer,
+    /// A push ran its pop ([`Handed`]); `evented`: an event woke it meanwhile, which the pop may
+    /// not have seen.
+    Handed {
+        /// What the push handed.
+        handed: Handed,
+        /// Whether an event came after the push took the pop.
+        evented: bool,
+    },
 }
 
 #[derive(Default)]
@@ -123,6 +174,10 @@ impl Waiters {
             notify: notify.clone(),
             parked: false,
             woken: false,
+            evented: false,
+            offer: None,
+            taken: false,
+            handed: None,
         };
         match &queue {
             Some(queue) => {
@@ -187,12 +242,20 @@ impl Waiters {
         let mut handed: HashMap<String, usize> = HashMap::new();
         if let Some(entries) = queues.get_mut(queue) {
             let mut budgets: HashMap<(Option<String>, String), usize> = HashMap::new();
+            // Waiters whose pops ran in this push's transaction were served by it: they use
+            // their key's budget first, and are not woken.
+            for entry in entries.values_mut().filter(|e| e.taken) {
+                if let Some(budget) = push_budget(entry, partitions) {
+                    take_budget(entry, &mut budgets, budget);
+                }
+            }
             for parked in [true, false] {
-                for entry in entries.values_mut().filter(|e| e.parked == parked) {
-                    let budget = match entry.partition.as_deref() {
-                        None => partitions.len(),
-                        Some(p) if partitions.contains(&p) => 1,
-                        Some(_) => continue,
+                for entry in entries
+                    .values_mut()
+                    .filter(|e| e.parked == parked && !e.taken)
+                {
+                    let Some(budget) = push_budget(entry, partitions) else {
+                        continue;
                     };
                     if wake_within_budget(entry, &mut budgets, budget)
                         && parked
@@ -210,6 +273,61 @@ impl Waiters {
         for entry in registry.selectors.values_mut() {
             entry.wake(false);
         }
+    }
+
+    /// A push to `targets` (queue, partitions) is about to run: takes the pops of the parked
+    /// queue long-polls that its commit would wake first (per key, one per pushed partition, as
+    /// [`Waiters::push_committed`]), to run in the push's transaction. Each must be given back
+    /// with [`Waiters::hand`]; until then it is neither parked nor woken by the push.
+    pub(crate) fn take_for_push(&self, targets: &[(&str, Vec<&str>)]) -> Vec<Taken> {
+        let mut registry = self.lock();
+        let mut taken = Vec::new();
+        if self.is_shutting_down() {
+            return taken;
+        }
+        for (queue, partitions) in targets {
+            let Some(entries) = registry.queues.get_mut(*queue) else {
+                continue;
+            };
+            let mut budgets = HashMap::new();
+            for (id, entry) in entries.iter_mut().filter(|(_, e)| e.parked && !e.taken) {
+                let (Some(offer), Some(budget)) = (&entry.offer, push_budget(entry, partitions))
+                else {
+                    continue;
+                };
+                let json = offer.clone();
+                if take_budget(entry, &mut budgets, budget) {
+                    entry.parked = false;
+                    entry.taken = true;
+                    // Chosen: if its client leaves before the answer, another waiter retries.
+                    entry.woken = true;
+                    taken.push(Taken {
+                        id: *id,
+                        queue: (*queue).to_owned(),
+                        json,
+                    });
+                }
+            }
+        }
+        taken
+    }
+
+    /// Gives a pop that [`Waiters::take_for_push`] took back to its waiter, with what became of
+    /// it; call after the push's [`Waiters::push_committed`] (or its failure). Returns it when
+    /// the waiter is gone (its client left): the caller ends a lease it holds.
+    pub(crate) fn hand(&self, taken: Taken, handed: Handed) -> Option<Handed> {
+        let mut registry = self.lock();
+        let entry = registry
+            .queues
+            .get_mut(&taken.queue)
+            .and_then(|e| e.get_mut(&taken.id));
+        let Some(entry) = entry else {
+            return Some(handed);
+        };
+        entry.taken = false;
+        entry.handed = Some(handed);
+        entry.notify.notify_one();
+        None
     }
 
     /// A lease of `group` on `queue` ended (ack, sweep, release): its partition may be eligible
@@ -359,12 +477,20 @@ impl Waiters {
     }
 }
 
-/// Wakes `entry` if its key still has budget left in this event (returns whether it did): a
-/// parked waiter retries at once; one running a pop attempt gets a permit and retries after it.
-/// Either way it is marked chosen, so that if it leaves without retrying, the wake-up passes to
-/// another waiter.
-fn wake_within_budget(
-    entry: &mut Entry,
+/// The wake-ups a push to `partitions` owes `entry`'s key: one per pushed partition for an
+/// any-partition waiter, one for a waiter of a pushed partition, none otherwise.
+fn push_budget(entry: &Entry, partitions: &[&str]) -> Option<usize> {
+    match entry.partition.as_deref() {
+        None => Some(partitions.len()),
+        Some(p) if partitions.contains(&p) => Some(1),
+        Some(_) => None,
+    }
+}
+
+/// Uses one of the wake-ups of `entry`'s key in this event, if any is left (returns whether one
+/// was), the key starting with `budget`.
+fn take_budget(
+    entry: &Entry,
     budgets: &mut HashMap<(Option<String>, String), usize>,
     budget: usize,
 ) -> bool {
@@ -375,8 +501,23 @@ fn wake_within_budget(
         return false;
     }
     *left -= 1;
-    entry.wake(true);
     true
+}
+
+/// Wakes `entry` if its key still has budget left in this event (returns whether it did): a
+/// parked waiter retries at once; one running a pop attempt gets a permit and retries after it.
+/// Either way it is marked chosen, so that if it leaves without retrying, the wake-up passes to
+/// another waiter.
+fn wake_within_budget(
+    entry: &mut Entry,
+    budgets: &mut HashMap<(Option<String>, String), usize>,
+    budget: usize,
+) -> bool {
+    let chosen = take_budget(entry, budgets, budget);
+    if chosen {
+        entry.wake(true);
+    }
+    chosen
 }
 
 /// A registered waiter; dropping it deregisters (a client that left creates no lease).
@@ -388,21 +529,45 @@ pub(crate) struct WaiterGuard {
 }
 
 impl WaiterGuard {
-    /// Parks until woken by an event or until `until`, whichever comes first. Returns true when
-    /// woken by an event (including shutdown).
-    pub(crate) async fn park_until(&self, until: tokio::time::Instant) -> bool {
+    /// Offers this queue long-poll's pop (its `regina.pop` element) to the pushes that would
+    /// wake it, to run in their transactions while it is parked.
+    pub(crate) fn offer(&self, json: Arc<str>) {
+        self.waiters
+            .with_entry(self.id, self.queue.as_deref(), |e| e.offer = Some(json));
+    }
+
+    /// Parks until woken by an event, until `until`, or until a push that took its pop hands
+    /// the answer, whichever comes first. A push that took its pop before `until` is waited for:
+    /// that pop's answer is this waiter's to give (shutdown included).
+    pub(crate) async fn park_until(&self, until: tokio::time::Instant) -> Resumed {
         self.waiters
             .with_entry(self.id, self.queue.as_deref(), |e| {
                 e.parked = true;
                 e.woken = false;
+                e.evented = false;
             });
-        let woken = tokio::select! {
+        let notified = tokio::select! {
             _ = self.notify.notified() => true,
             _ = tokio::time::sleep_until(until) => false,
         };
-        self.waiters
-            .with_entry(self.id, self.queue.as_deref(), |e| e.parked = false);
-        woken
+        loop {
+            let mut state = (false, None, false);
+            self.waiters
+                .with_entry(self.id, self.queue.as_deref(), |e| {
+                    e.parked = false;
+                    state = (e.taken, e.handed.take(), e.evented);
+                });
+            match state {
+                (_, Some(handed), evented) => return Resumed::Handed { handed, evented },
+                (true, None, _) => self.notify.notified().await,
+                (false, None, _) => break,
+            }
+        }
+        if notified {
+            Resumed::Event
+        } else {
+            Resumed::Timer
+        }
     }
 
     /// The waiter got its answer: a wake-up it received is used, not to be passed on.

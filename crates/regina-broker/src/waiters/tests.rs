@@ -14,9 +14,10 @@ fn queue_key(partition: Option<&str>, group: &str) -> WaitKey {
 
 /// Parks `guard` and reports whether an event woke it within 200 ms.
 async fn woken_soon(guard: &WaiterGuard) -> bool {
-    guard
+    let resumed = guard
         .park_until(Instant::now() + Duration::from_millis(200))
-        .await
+        .await;
+    matches!(resumed, Resumed::Event)
 }
 
 /// Parks every guard concurrently and counts those woken.
@@ -67,7 +68,8 @@ async fn an_event_during_a_pop_attempt_is_not_lost() {
     // The waiter is "running its pop" (not parked) when the push commits.
     waiters.push_committed("q", &["p"]);
     let started = Instant::now();
-    assert!(guard.park_until(started + Duration::from_secs(5)).await);
+    let resumed = guard.park_until(started + Duration::from_secs(5)).await;
+    assert!(matches!(resumed, Resumed::Event));
     assert!(started.elapsed() < Duration::from_secs(1));
 }
 
@@ -433,7 +435,7 @@ async fn only_waiters_inside_park_count_as_parked() {
 
     let far = Instant::now() + Duration::from_secs(3600);
     let park = tokio::spawn(async move {
-        let woken = queued.park_until(far).await;
+        let woken = matches!(queued.park_until(far).await, Resumed::Event);
         (woken, queued)
     });
     while waiters.parked() < 1 {
@@ -448,4 +450,144 @@ async fn only_waiters_inside_park_count_as_parked() {
     assert_eq!((waiters.len(), waiters.parked()), (2, 0));
     drop((queued, selector));
     assert_eq!((waiters.len(), waiters.parked()), (0, 0));
+}
+
+/// Registers a queue waiter of group `g` that offers its pop, and parks it until `until` in a
+/// task of its own; returns once it is parked.
+async fn parked_offering(
+    waiters: &Arc<Waiters>,
+    partition: Option<&str>,
+    until: Instant,
+) -> tokio::task::JoinHandle<(Resumed, WaiterGuard)> {
+    let guard = waiters.register(queue_key(partition, "g")).expect("room");
+    guard.offer(Arc::from(format!("{{\"partition\":{partition:?}}}")));
+    let before = waiters.parked();
+    let task = tokio::spawn(async move { (guard.park_until(until).await, guard) });
+    while waiters.parked() == before {
+        tokio::task::yield_now().await;
+    }
+    task
+}
+
+fn empty() -> Handed {
+    Handed::Ran(PopOutcome::Empty {
+        reason: "empty".into(),
+        wake_at: None,
+        quiet: None,
+    })
+}
+
+#[tokio::test]
+async fn a_push_takes_one_offered_pop_per_partition_and_wakes_no_one_else_for_them() {
+    let waiters = Arc::new(Waiters::new(100));
+    let far = Instant::now() + Duration::from_secs(3600);
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        tasks.push(parked_offering(&waiters, None, far).await);
+    }
+    // Waiters that offer nothing (a namespace pop; a queue pop that did not offer) are woken as
+    // before, never taken.
+    let plain = waiters.register(queue_key(None, "g")).expect("room");
+    let selector = waiters
+        .register(WaitKey::Selector { group: "g".into() })
+        .expect("room");
+
+    let taken = waiters.take_for_push(&[("q", vec!["p1", "p2"]), ("other", vec!["p1"])]);
+    assert_eq!(taken.len(), 2, "one per pushed partition of the queue");
+    assert_eq!(
+        waiters.parked(),
+        1,
+        "the third offering waiter stays parked"
+    );
+    // The push committed: its two wake-ups went to the pops it took.
+    waiters.push_committed("q", &["p1", "p2"]);
+    assert_eq!(
+        waiters.parked(),
+        1,
+        "no parked waiter was woken for those partitions"
+    );
+
+    for taken in taken {
+        assert!(waiters.hand(taken, Handed::NotRun).is_none());
+    }
+    // The two handed waiters finish; the third stays parked.
+    while tasks.iter().filter(|t| t.is_finished()).count() < 2 {
+        tokio::task::yield_now().await;
+    }
+    let (finished, parked): (Vec<_>, Vec<_>) = tasks.into_iter().partition(|t| t.is_finished());
+    // (Kept: a waiter that leaves without asking passes its wake-up on.)
+    let mut kept = Vec::new();
+    for task in finished {
+        let (resumed, guard) = task.await.expect("parked task");
+        kept.push(guard);
+        assert!(matches!(
+            resumed,
+            Resumed::Handed {
+                handed: Handed::NotRun,
+                evented: false
+            }
+        ));
+    }
+    assert_eq!((parked.len(), waiters.parked()), (1, 1));
+    drop((plain, selector));
+}
+
+#[tokio::test]
+async fn a_waiter_whose_pop_was_taken_waits_for_the_answer_past_its_time() {
+    let waiters = Arc::new(Waiters::new(100));
+    let soon = Instant::now() + Duration::from_millis(20);
+    let task = parked_offering(&waiters, Some("p1"), soon).await;
+    let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
+    assert_eq!(taken.len(), 1);
+    // Its time passes while the push runs; an event comes too.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    waiters.lease_ended("q", "g");
+    assert!(!task.is_finished(), "it waits for the pop the push took");
+    for taken in taken {
+        assert!(waiters.hand(taken, empty()).is_none());
+    }
+    let (resumed, _guard) = task.await.expect("parked task");
+    match resumed {
+        Resumed::Handed {
+            handed: Handed::Ran(PopOutcome::Empty { .. }),
+            evented,
+        } => assert!(evented, "the lease end came after the take"),
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_pop_taken_for_a_waiter_that_left_comes_back_and_its_wake_up_passes_on() {
+    let waiters = Arc::new(Waiters::new(100));
+    let far = Instant::now() + Duration::from_secs(3600);
+    let first = parked_offering(&waiters, None, far).await;
+    let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
+    assert_eq!(taken.len(), 1);
+    let second = parked_offering(&waiters, None, far).await;
+    // The first one's client leaves while the push runs.
+    first.abort();
+    let _ = first.await;
+    let (resumed, _guard) = second.await.expect("parked task");
+    assert!(
+        matches!(resumed, Resumed::Event),
+        "the departed waiter's wake-up passed on"
+    );
+    for taken in taken {
+        assert!(matches!(waiters.hand(taken, empty()), Some(Handed::Ran(_))));
+    }
+}
+
+#[tokio::test]
+async fn a_partition_waiter_is_taken_only_by_a_push_to_its_partition() {
+    let waiters = Arc::new(Waiters::new(100));
+    let far = Instant::now() + Duration::from_secs(3600);
+    let _task = parked_offering(&waiters, Some("p1"), far).await;
+    assert!(waiters.take_for_push(&[("q", vec!["p2"])]).is_empty());
+    waiters.shutting_down.store(true, Ordering::SeqCst);
+    assert!(
+        waiters.take_for_push(&[("q", vec!["p1"])]).is_empty(),
+        "nothing is taken once shutdown started"
+    );
+    waiters.shutting_down.store(false, Ordering::SeqCst);
+    assert_eq!(waiters.take_for_push(&[("q", vec!["p1"])]).len(), 1);
 }

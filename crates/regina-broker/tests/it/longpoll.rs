@@ -96,6 +96,9 @@ async fn long_poll_on_an_unknown_queue_wakes_when_a_push_creates_it() {
     let (r, _) = waiter.await.unwrap();
     assert_eq!(r.status, 200, "woken by the push, not timed out: {r:?}");
     assert_eq!(r.data(), vec![json!("first")], "{r:?}");
+    // Its group had no subscription to the queue when the push ran: the push did not run its
+    // pop (subscribing waits for the pushes in flight), and the long-poll asked on its own.
+    assert_eq!(push_pops(&api).await.1, 0.0);
 }
 
 /// The lease's own expiry (300 s) is far beyond the waiters' timeout: only the ack can wake them.
@@ -429,4 +432,80 @@ async fn longpoll_quiet_ms_zero_asks_the_database_every_time() {
     let (calls_after, parks) = pop_calls(&api).await;
     assert!(calls_after > calls, "{calls_after} > {calls}");
     assert_eq!(parks, 0.0);
+}
+
+/// A broker on which a parked long-poll resumes only for an event: no periodic re-check, and no
+/// trusted quiet whose end would make it ask the database again (it would then be running a pop
+/// when the push comes, not parked).
+async fn start_parked_until_an_event(push_pops: bool) -> (regina_testkit::TestBroker, Api) {
+    start_with(|c| {
+        c.longpoll_recheck_ms = 0;
+        c.longpoll_quiet_ms = 0;
+        c.longpoll_push_pops = push_pops;
+    })
+    .await
+}
+
+/// Pop calls made so far, and long-poll pops that pushes ran in their own transactions.
+async fn push_pops(api: &Api) -> (f64, f64) {
+    let m = crate::prometheus::scrape::Metrics::scrape(api).await;
+    (
+        m.observations("regina_batch_requests", &[("op", "pop")]),
+        m.value("regina_longpoll_push_pops_total", &[]),
+    )
+}
+
+/// A push runs the pops of the parked long-polls it wakes in its own transaction: each gets the
+/// message with no pop call of its own. autoAck settles its copy; a leased copy stays held until
+/// its lease is acknowledged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_runs_the_pops_of_the_long_polls_it_wakes() {
+    let (_b, api) = start_parked_until_an_event(true).await;
+    api.configure("lp", json!({})).await;
+    for group in ["auto", "leased"] {
+        api.pop("lp", &format!("consumerGroup={group}"))
+            .await
+            .assert_empty("empty");
+    }
+    let auto = park(&api, "lp", &parked("&consumerGroup=auto&autoAck=true"));
+    let leased = park(&api, "lp", &parked("&consumerGroup=leased"));
+    api.wait_for_waiters(2).await;
+    let (calls, ran) = push_pops(&api).await;
+    api.push_one("lp", "Default", json!("m")).await;
+    let (auto, _) = auto.await.unwrap();
+    let (leased, _) = leased.await.unwrap();
+    assert_eq!(auto.data(), vec![json!("m")], "{auto:?}");
+    assert_eq!(leased.data(), vec![json!("m")], "{leased:?}");
+    assert_eq!(
+        push_pops(&api).await,
+        (calls, ran + 2.0),
+        "both pops ran in the push's transaction, neither on its own"
+    );
+
+    api.pop("lp", "consumerGroup=auto")
+        .await
+        .assert_empty("empty");
+    let held = api.pop("lp", "consumerGroup=leased").await;
+    assert!(held.messages().is_empty(), "leased until acked: {held:?}");
+    let ack = api.ack_msg(&leased.messages()[0], "completed").await;
+    assert_eq!(ack["success"], true, "the lease the push's pop took: {ack}");
+    api.pop("lp", "consumerGroup=leased")
+        .await
+        .assert_empty("empty");
+}
+
+/// `LONGPOLL_PUSH_POPS=false`: the push wakes the long-poll, which pops on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_push_pops_the_woken_long_poll_pops_on_its_own() {
+    let (_b, api) = start_parked_until_an_event(false).await;
+    api.configure("lp", json!({})).await;
+    let waiter = park(&api, "lp", &parked("&autoAck=true"));
+    api.wait_for_waiters(1).await;
+    let (calls, ran) = push_pops(&api).await;
+    api.push_one("lp", "Default", json!("m")).await;
+    let (r, _) = waiter.await.unwrap();
+    assert_eq!(r.data(), vec![json!("m")], "{r:?}");
+    let (calls_after, ran_after) = push_pops(&api).await;
+    assert_eq!(ran_after, ran);
+    assert!(calls_after > calls, "{calls_after} > {calls}");
 }
