@@ -24,7 +24,7 @@ use uuid::Uuid;
 pub(crate) use admin::Cleared;
 pub(crate) use error::DbError;
 pub(crate) use listen::{Notice, LISTEN_ROLE};
-pub(crate) use outcome::{PopOutcome, Quiet};
+pub(crate) use outcome::{delay_until, PopOutcome};
 pub(crate) use pool::{ConnectSettings, Db};
 pub(crate) use streams::CycleRow;
 

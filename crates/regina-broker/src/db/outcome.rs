@@ -1,9 +1,12 @@
 //! What one pop attempt produced, read from a `regina.pop_text` row: the engine's answer to a
 //! pop, and what a push hands a long-poll whose pop it ran.
 
+use std::time::Duration;
+
 use serde::Deserialize;
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
+use tokio::time::Instant;
 use uuid::Uuid;
 
 use super::DbError;
@@ -42,7 +45,27 @@ pub(crate) enum Quiet {
     UntilEvent,
 }
 
+/// `wakeAt` comes from the database clock (microseconds); waking a hair late absorbs a small
+/// difference between that clock and this host's, so the retry does not come early.
+const WAKE_MARGIN: Duration = Duration::from_millis(1);
+
+/// Time from now until the database instant `at`, plus a margin.
+pub(crate) fn delay_until(at: OffsetDateTime) -> Duration {
+    let left = at - OffsetDateTime::now_utc();
+    Duration::try_from(left).unwrap_or(Duration::ZERO) + WAKE_MARGIN
+}
+
 impl Quiet {
+    /// The local instant until which this answer is trusted: its instant, and at most `ttl`
+    /// from now.
+    pub(crate) fn local_until(self, ttl: Duration) -> Instant {
+        let now = Instant::now();
+        match self {
+            Quiet::Until(at) => now + delay_until(at).min(ttl),
+            Quiet::UntilEvent => now + ttl,
+        }
+    }
+
     fn parse(text: Option<&str>) -> Option<Quiet> {
         match text? {
             "infinity" => Some(Quiet::UntilEvent),

@@ -90,6 +90,7 @@ impl Engine {
                             metrics: metrics.clone(),
                             maintenance: maintenance.clone(),
                             long_poll_pops: config.longpoll_push_pops,
+                            quiet_ttl: Duration::from_millis(config.longpoll_quiet_ms),
                         }),
                         db.clone(),
                         settings(1, config.batch_hold_us),

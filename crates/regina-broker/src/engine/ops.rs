@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::Serialize;
 use uuid::Uuid;
@@ -223,8 +224,18 @@ pub(crate) fn push_committed<'a>(
     announcer: &Announcer,
     targets: impl Iterator<Item = (&'a str, &'a str)>,
 ) {
+    push_committed_serving(waiters, announcer, targets, &[]);
+}
+
+/// [`push_committed`] for a push that ran the pops it took (`served`) in its transaction.
+fn push_committed_serving<'a>(
+    waiters: &Waiters,
+    announcer: &Announcer,
+    targets: impl Iterator<Item = (&'a str, &'a str)>,
+    served: &[Taken],
+) {
     for (queue, partitions) in by_queue(targets) {
-        waiters.push_committed(queue, &partitions);
+        waiters.push_committed_serving(queue, &partitions, served);
         announcer.announce(queue, &partitions);
     }
 }
@@ -249,6 +260,26 @@ pub(crate) struct PushOp {
     pub(crate) maintenance: Arc<Maintenance>,
     /// `LONGPOLL_PUSH_POPS`.
     pub(crate) long_poll_pops: bool,
+    /// `LONGPOLL_QUIET_MS`: how long what a pop says of its group's quiet is trusted.
+    pub(crate) quiet_ttl: Duration,
+}
+
+/// The pops a push took ([`Waiters::take_for_push`]). Those not handed back when it is dropped
+/// (the push's call failed, or its future was dropped) are handed back as not run: their
+/// long-polls wait for them.
+struct Lent<'a> {
+    op: &'a PushOp,
+    pops: Vec<Taken>,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        for taken in self.pops.drain(..) {
+            self.op
+                .waiters
+                .hand(taken, Handed::NotRun, self.op.quiet_ttl);
+        }
+    }
 }
 
 impl PushOp {
@@ -278,7 +309,7 @@ impl PushOp {
                 }
                 None => Handed::NotRun,
             };
-            if let Some(Handed::Ran(outcome)) = self.waiters.hand(taken, handed) {
+            if let Some(Handed::Ran(outcome)) = self.waiters.hand(taken, handed, self.quiet_ttl) {
                 orphans.push(outcome);
             }
         }
@@ -309,31 +340,27 @@ impl BatchOp for PushOp {
             items.map(|i| (&*i.queue, &*i.partition))
         };
         // The pops of the long-polls this push would wake run in its transaction.
-        let taken = if self.long_poll_pops && !self.maintenance.pop_on() {
-            self.waiters.take_for_push(&by_queue(targets()))
-        } else {
-            Vec::new()
+        let mut lent = Lent {
+            op: self,
+            pops: if self.long_poll_pops && !self.maintenance.pop_on() {
+                self.waiters.take_for_push(&by_queue(targets()))
+            } else {
+                Vec::new()
+            },
         };
         // No NOTIFY inside the transaction (see `announce`): other instances hear after commit.
-        let (rows, popped) = if taken.is_empty() {
+        let (rows, popped) = if lent.pops.is_empty() {
             (db.push(&items, &payloads, false).await?, Vec::new())
         } else {
-            let pops = json_array(taken.iter().map(|t| &*t.json));
-            match db.push_pop(&items, &payloads, &pops).await {
-                Ok(answer) => answer,
-                Err(error) => {
-                    for taken in taken {
-                        self.waiters.hand(taken, Handed::NotRun);
-                    }
-                    return Err(error);
-                }
-            }
+            let pops = json_array(lent.pops.iter().map(|t| &*t.json));
+            db.push_pop(&items, &payloads, &pops).await?
         };
         let results = split_rows(rows, requests.iter().map(|r| r.len()));
         // Committed: wake the waiters of every written partition (http-api.md §4.9); those whose
         // pops ran here count as woken, and get their answers after.
-        push_committed(&self.waiters, &self.announcer, targets());
-        if !taken.is_empty() {
+        push_committed_serving(&self.waiters, &self.announcer, targets(), &lent.pops);
+        if !lent.pops.is_empty() {
+            let taken = std::mem::take(&mut lent.pops);
             self.hand(db, taken, popped).await;
         }
         results

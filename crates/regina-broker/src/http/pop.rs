@@ -7,7 +7,6 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
-use time::OffsetDateTime;
 use tokio::time::Instant;
 use uuid::Uuid;
 
@@ -19,16 +18,13 @@ use super::contract::params::{
 use super::contract::{Contract, Params, PathParams};
 use super::error::{json_response, ApiError};
 use crate::config::Config;
-use crate::db::{DbError, PopOutcome, Quiet};
+use crate::db::{delay_until, DbError, PopOutcome};
 use crate::engine::json::to_json;
 use crate::engine::PopRequest;
 use crate::state::{AppState, Shared};
 use crate::waiters::{Handed, Resumed, WaitKey, WaiterGuard};
 
 const QUEUE_MODE: &str = "__QUEUE_MODE__";
-/// `wakeAt` comes from the database clock (microseconds); waking a hair late absorbs a small
-/// difference between that clock and this host's, so the retry does not come early.
-const WAKE_MARGIN: Duration = Duration::from_millis(1);
 /// Bounds on the re-arm delay of time-based retries, in case broker and database clocks differ.
 const REARM_MIN: Duration = Duration::from_millis(1);
 const REARM_MAX: Duration = Duration::from_secs(1);
@@ -318,7 +314,7 @@ async fn long_poll(
     // A push that would wake this long-poll of one queue may run its pop in its own transaction
     // instead (LONGPOLL_PUSH_POPS, http-api.md §4.9).
     if shared.config.longpoll_push_pops && matches!(params.target, Target::Queue { .. }) {
-        guard.offer(std::sync::Arc::from(json));
+        guard.offer(std::sync::Arc::from(json), params.quiet_key().is_some());
     }
     // POP_TIMEOUT_MS_MAX is operator-set: an absurd value must not overflow the clock.
     let deadline = Instant::now()
@@ -333,36 +329,30 @@ async fn long_poll(
     // An event woke this waiter: it asks the database whatever is known (it may be one the group
     // was handed to, see waiters::quiet).
     let mut woken = false;
-    // A push ran this waiter's pop and found nothing to deliver: that answer stands for an
-    // attempt (its `wakeAt`).
-    let mut handed_empty: Option<Option<OffsetDateTime>> = None;
     loop {
         let known = quiet_key
             .filter(|_| !woken)
             .and_then(|(q, g)| shared.waiters.quiet(q, g));
-        let wake_at = match handed_empty.take() {
-            Some(at) => at.map(|at| delay_until(at).max(rearm)),
-            None => match known {
-                // Known to have nothing due: park without asking the database (waiters::quiet).
-                Some(until) => {
-                    shared.metrics.longpoll_quiet_park();
-                    Some(until.saturating_duration_since(Instant::now()).max(rearm))
+        let wake_at = match known {
+            // Known to have nothing due: park without asking the database (waiters::quiet).
+            Some(until) => {
+                shared.metrics.longpoll_quiet_park();
+                Some(until.saturating_duration_since(Instant::now()).max(rearm))
+            }
+            None => match attempt(shared, params, json, quiet_key).await {
+                Ok(PopOutcome::Delivered { body, .. }) => {
+                    guard.done();
+                    return Ok(Ok(body));
                 }
-                None => match attempt(shared, params, json, quiet_key).await {
-                    Ok(PopOutcome::Delivered { body, .. }) => {
-                        guard.done();
-                        return Ok(Ok(body));
-                    }
-                    Ok(PopOutcome::Empty { wake_at, .. }) => {
-                        wake_at.map(|at| delay_until(at).max(rearm))
-                    }
-                    // Once parked, a database outage does not end the wait (http-api.md §4.14).
-                    Err(error) if !first_attempt => {
-                        tracing::debug!(%error, "parked pop retry failed");
-                        Some(DB_RETRY_DELAY)
-                    }
-                    Err(error) => return Err(error.into()),
-                },
+                Ok(PopOutcome::Empty { wake_at, .. }) => {
+                    wake_at.map(|at| delay_until(at).max(rearm))
+                }
+                // Once parked, a database outage does not end the wait (http-api.md §4.14).
+                Err(error) if !first_attempt => {
+                    tracing::debug!(%error, "parked pop retry failed");
+                    Some(DB_RETRY_DELAY)
+                }
+                Err(error) => return Err(error.into()),
             },
         };
         first_attempt = false;
@@ -373,11 +363,10 @@ async fn long_poll(
             // A timer retry that finds nothing again backs off, so clock skew cannot spin.
             Parked::Timer if wake_at.is_some() => rearm = (rearm * 2).min(REARM_MAX),
             Parked::Timer => {}
-            Parked::Handed(PopOutcome::Delivered { body, .. }) => {
+            Parked::Delivered(body) => {
                 guard.done();
                 return Ok(Ok(body));
             }
-            Parked::Handed(PopOutcome::Empty { wake_at, .. }) => handed_empty = Some(wake_at),
             Parked::Done(reason) => return Ok(Err(reason.to_owned())),
         }
     }
@@ -404,7 +393,7 @@ async fn attempt(
         let ttl = Duration::from_millis(shared.config.longpoll_quiet_ms);
         shared
             .waiters
-            .quiet_learn(queue, group, ticket, quiet.map(|q| quiet_until(q, ttl)));
+            .quiet_learn(queue, group, ticket, quiet.map(|q| q.local_until(ttl)));
     }
     outcome
 }
@@ -415,8 +404,8 @@ enum Parked {
     Woken,
     /// Its timer (`wake_at` or the re-check) fired: retry.
     Timer,
-    /// A push ran its pop in its transaction, with this outcome, and no event came since.
-    Handed(PopOutcome),
+    /// A push ran its pop in its transaction, which delivered this body.
+    Delivered(String),
     /// It ends with this empty reason (`timeout`, `shutdown`, `paused`).
     Done(&'static str),
 }
@@ -445,20 +434,17 @@ async fn park(
     let until = timer.map_or(deadline, |t| t.min(deadline));
     let resumed = guard.park_until(until).await;
     // Messages a push's transaction claimed for this waiter are its answer, whatever else holds.
-    let (woken, handed) = match resumed {
+    let woken = match resumed {
         // Messages a push's transaction claimed for this waiter are its answer, whatever else
         // holds now.
-        Resumed::Handed {
-            handed: Handed::Ran(outcome @ PopOutcome::Delivered { .. }),
-            ..
-        } => return Parked::Handed(outcome),
-        Resumed::Handed {
-            handed: Handed::Ran(outcome),
-            evented: false,
-        } => (false, Some(outcome)),
-        // An event the push's pop may not have seen, or a pop that did not run: ask again.
-        Resumed::Event | Resumed::Handed { .. } => (true, None),
-        Resumed::Timer => (false, None),
+        Resumed::Handed(Handed::Ran(PopOutcome::Delivered { body, .. })) => {
+            return Parked::Delivered(body);
+        }
+        // A pop a push ran that delivered nothing asks again, after the push's commit: it may
+        // have passed by a partition another pop held at the time (`skip locked`), which the
+        // push's wake-up, used on it, would otherwise have sent someone to.
+        Resumed::Event | Resumed::Handed(_) => true,
+        Resumed::Timer => false,
     };
     if shared.waiters.is_shutting_down() {
         return Parked::Done("shutdown");
@@ -466,31 +452,13 @@ async fn park(
     if shared.maintenance.pop_on() {
         return Parked::Done("paused");
     }
-    if let Some(outcome) = handed {
-        Parked::Handed(outcome)
-    } else if woken {
+    if woken {
         Parked::Woken
     } else if Instant::now() >= deadline {
         Parked::Done("timeout")
     } else {
         Parked::Timer
     }
-}
-
-/// The local instant until which a pop's `quiet` answer is trusted: its instant, and at most
-/// `ttl` from now.
-fn quiet_until(quiet: Quiet, ttl: Duration) -> Instant {
-    let now = Instant::now();
-    match quiet {
-        Quiet::Until(at) => now + delay_until(at).min(ttl),
-        Quiet::UntilEvent => now + ttl,
-    }
-}
-
-/// Time from now until the database instant `at`, plus a margin.
-fn delay_until(at: OffsetDateTime) -> Duration {
-    let left = at - OffsetDateTime::now_utc();
-    Duration::try_from(left).unwrap_or(Duration::ZERO) + WAKE_MARGIN
 }
 
 impl PopParams {

@@ -14,6 +14,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -55,10 +56,9 @@ struct Entry {
     parked: bool,
     /// Chosen by a targeted wake-up and not yet parked again or done.
     woken: bool,
-    /// An event woke it since it last parked.
-    evented: bool,
-    /// Its `regina.pop` element, for a push to run (a queue long-poll that offered it).
-    offer: Option<Arc<str>>,
+    /// Its `regina.pop` element, for a push to run (a queue long-poll that offered it), and
+    /// whether its answer tells the group's quiet.
+    offer: Option<(Arc<str>, bool)>,
     /// A push took its pop and has not handed the answer yet.
     taken: bool,
     /// What a push that took its pop handed it, not yet read.
@@ -69,7 +69,6 @@ impl Entry {
     fn wake(&mut self, targeted: bool) {
         self.parked = false;
         self.woken |= targeted;
-        self.evented = true;
         self.notify.notify_one();
     }
 }
@@ -89,8 +88,12 @@ pub(crate) enum Handed {
 pub(crate) struct Taken {
     id: u64,
     queue: String,
+    group: String,
     /// The pop's `regina.pop` element.
     pub(crate) json: Arc<str>,
+    /// The quiet ticket its answer is learnt with (see `quiet`): the push's own event does not
+    /// end it, the pop having run after the push's items were stored.
+    ticket: Option<u64>,
 }
 
 /// How a parked waiter resumed ([`WaiterGuard::park_until`]).
@@ -100,14 +103,8 @@ pub(crate) enum Resumed {
     Event,
     /// Its time came.
     Timer,
-    /// A push ran its pop ([`Handed`]); `evented`: an event woke it meanwhile, which the pop may
-    /// not have seen.
-    Handed {
-        /// What the push handed.
-        handed: Handed,
-        /// Whether an event came after the push took the pop.
-        evented: bool,
-    },
+    /// A push that took its pop handed this.
+    Handed(Handed),
 }
 
 #[derive(Default)]
@@ -120,6 +117,23 @@ struct Registry {
     /// Queues and groups known to have nothing due (see `quiet`); every event below updates it
     /// under this same lock.
     quiet: Quiet,
+}
+
+impl Registry {
+    /// See [`Waiters::quiet_learn`].
+    fn learn_quiet(&mut self, queue: &str, group: &str, ticket: u64, quiet: Option<Instant>) {
+        if !self.quiet.learn(queue, group, ticket, quiet) {
+            return;
+        }
+        let next = self.queues.get_mut(queue).and_then(|entries| {
+            entries
+                .values_mut()
+                .find(|e| e.parked && e.group == group && e.partition.is_none())
+        });
+        if let Some(next) = next {
+            next.wake(true);
+        }
+    }
 }
 
 /// The registry of parked pops of this instance.
@@ -174,7 +188,6 @@ impl Waiters {
             notify: notify.clone(),
             parked: false,
             woken: false,
-            evented: false,
             offer: None,
             taken: false,
             handed: None,
@@ -236,23 +249,38 @@ impl Waiters {
     /// A group known to be quiet whose every pushed partition woke a parked any-partition waiter
     /// is handed to those waiters (see `quiet`); what is known of every other group ends.
     pub(crate) fn push_committed(&self, queue: &str, partitions: &[&str]) {
+        self.push_committed_serving(queue, partitions, &[]);
+    }
+
+    /// [`Waiters::push_committed`] for a push that ran the pops it took from this registry
+    /// (`served`, see [`Waiters::take_for_push`]): those waiters use their keys' wake-ups first
+    /// and are not woken. Pops another push took are woken as running attempts are: their
+    /// waiters ask again if that push's pops found nothing.
+    pub(crate) fn push_committed_serving(
+        &self,
+        queue: &str,
+        partitions: &[&str],
+        served: &[Taken],
+    ) {
         let mut registry = self.lock();
         let Registry { queues, quiet, .. } = &mut *registry;
         // Per group: parked any-partition waiters this push woke.
         let mut handed: HashMap<String, usize> = HashMap::new();
         if let Some(entries) = queues.get_mut(queue) {
             let mut budgets: HashMap<(Option<String>, String), usize> = HashMap::new();
+            let served = |id: &u64| served.iter().any(|t| t.id == *id && t.queue == queue);
+            // (Also used below.)
             // Waiters whose pops ran in this push's transaction were served by it: they use
             // their key's budget first, and are not woken.
-            for entry in entries.values_mut().filter(|e| e.taken) {
+            for (_, entry) in entries.iter_mut().filter(|(id, _)| served(id)) {
                 if let Some(budget) = push_budget(entry, partitions) {
                     take_budget(entry, &mut budgets, budget);
                 }
             }
             for parked in [true, false] {
-                for entry in entries
-                    .values_mut()
-                    .filter(|e| e.parked == parked && !e.taken)
+                for (_, entry) in entries
+                    .iter_mut()
+                    .filter(|(id, e)| e.parked == parked && !served(id))
                 {
                     let Some(budget) = push_budget(entry, partitions) else {
                         continue;
@@ -267,6 +295,14 @@ impl Waiters {
             }
         }
         for group in quiet.groups(queue) {
+            // A pop that ran in this push's transaction answers for this push: what it says of
+            // its group is learnt when it is handed.
+            let answered = served
+                .iter()
+                .any(|t| t.ticket.is_some() && t.queue == queue && t.group == group);
+            if answered {
+                continue;
+            }
             let woken = handed.get(&group).copied().unwrap_or(0);
             quiet.push_for_group(queue, &group, partitions.len(), woken);
         }
@@ -285,26 +321,33 @@ impl Waiters {
         if self.is_shutting_down() {
             return taken;
         }
+        let Registry { queues, quiet, .. } = &mut *registry;
         for (queue, partitions) in targets {
-            let Some(entries) = registry.queues.get_mut(*queue) else {
+            let Some(entries) = queues.get_mut(*queue) else {
                 continue;
             };
             let mut budgets = HashMap::new();
             for (id, entry) in entries.iter_mut().filter(|(_, e)| e.parked && !e.taken) {
-                let (Some(offer), Some(budget)) = (&entry.offer, push_budget(entry, partitions))
+                let (Some((json, tells_quiet)), Some(budget)) =
+                    (&entry.offer, push_budget(entry, partitions))
                 else {
                     continue;
                 };
-                let json = offer.clone();
+                let (json, tells_quiet) = (json.clone(), *tells_quiet);
                 if take_budget(entry, &mut budgets, budget) {
                     entry.parked = false;
                     entry.taken = true;
                     // Chosen: if its client leaves before the answer, another waiter retries.
                     entry.woken = true;
+                    let ticket = tells_quiet
+                        .then(|| quiet.ask_for_pushed_pop(queue, &entry.group))
+                        .flatten();
                     taken.push(Taken {
                         id: *id,
                         queue: (*queue).to_owned(),
+                        group: entry.group.clone(),
                         json,
+                        ticket,
                     });
                 }
             }
@@ -313,10 +356,20 @@ impl Waiters {
     }
 
     /// Gives a pop that [`Waiters::take_for_push`] took back to its waiter, with what became of
-    /// it; call after the push's [`Waiters::push_committed`] (or its failure). Returns it when
+    /// it; call after the push's [`Waiters::push_committed_serving`] (or its failure). Returns it when
     /// the waiter is gone (its client left): the caller ends a lease it holds.
-    pub(crate) fn hand(&self, taken: Taken, handed: Handed) -> Option<Handed> {
+    ///
+    /// What its answer says of its group's quiet on the queue is learnt as a long-poll's own
+    /// attempt's is, trusted for at most `quiet_ttl` (`LONGPOLL_QUIET_MS`).
+    pub(crate) fn hand(&self, taken: Taken, handed: Handed, quiet_ttl: Duration) -> Option<Handed> {
         let mut registry = self.lock();
+        if let Some(ticket) = taken.ticket {
+            let quiet = match &handed {
+                Handed::Ran(outcome) => outcome.quiet().map(|q| q.local_until(quiet_ttl)),
+                Handed::NotRun => None,
+            };
+            registry.learn_quiet(&taken.queue, &taken.group, ticket, quiet);
+        }
         let entry = registry
             .queues
             .get_mut(&taken.queue)
@@ -415,18 +468,7 @@ impl Waiters {
         ticket: u64,
         quiet: Option<Instant>,
     ) {
-        let mut registry = self.lock();
-        if !registry.quiet.learn(queue, group, ticket, quiet) {
-            return;
-        }
-        let next = registry.queues.get_mut(queue).and_then(|entries| {
-            entries
-                .values_mut()
-                .find(|e| e.parked && e.group == group && e.partition.is_none())
-        });
-        if let Some(next) = next {
-            next.wake(true);
-        }
+        self.lock().learn_quiet(queue, group, ticket, quiet);
     }
 
     /// Whether shutdown has started.
@@ -530,10 +572,13 @@ pub(crate) struct WaiterGuard {
 
 impl WaiterGuard {
     /// Offers this queue long-poll's pop (its `regina.pop` element) to the pushes that would
-    /// wake it, to run in their transactions while it is parked.
-    pub(crate) fn offer(&self, json: Arc<str>) {
+    /// wake it, to run in their transactions while it is parked; `tells_quiet`: its answer says
+    /// whether its group is quiet on the queue, which is then learnt as its own attempts' are.
+    pub(crate) fn offer(&self, json: Arc<str>, tells_quiet: bool) {
         self.waiters
-            .with_entry(self.id, self.queue.as_deref(), |e| e.offer = Some(json));
+            .with_entry(self.id, self.queue.as_deref(), |e| {
+                e.offer = Some((json, tells_quiet));
+            });
     }
 
     /// Parks until woken by an event, until `until`, or until a push that took its pop hands
@@ -544,23 +589,22 @@ impl WaiterGuard {
             .with_entry(self.id, self.queue.as_deref(), |e| {
                 e.parked = true;
                 e.woken = false;
-                e.evented = false;
             });
         let notified = tokio::select! {
             _ = self.notify.notified() => true,
             _ = tokio::time::sleep_until(until) => false,
         };
         loop {
-            let mut state = (false, None, false);
+            let mut state = (false, None);
             self.waiters
                 .with_entry(self.id, self.queue.as_deref(), |e| {
                     e.parked = false;
-                    state = (e.taken, e.handed.take(), e.evented);
+                    state = (e.taken, e.handed.take());
                 });
             match state {
-                (_, Some(handed), evented) => return Resumed::Handed { handed, evented },
-                (true, None, _) => self.notify.notified().await,
-                (false, None, _) => break,
+                (_, Some(handed)) => return Resumed::Handed(handed),
+                (true, None) => self.notify.notified().await,
+                (false, None) => break,
             }
         }
         if notified {

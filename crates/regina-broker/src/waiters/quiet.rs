@@ -144,6 +144,42 @@ impl Quiet {
         Some(ticket)
     }
 
+    /// A push is taking a waiter's pop of the group on the queue to run in its transaction: the
+    /// ticket its answer is learnt with. A group known quiet is handed to that pop (as to a
+    /// waiter the push woke, `push_for_group`), and a group already handed awaits its answer
+    /// too: the long-polls that come back meanwhile park as before, the pop's answer deciding
+    /// what is known after it. Otherwise the pop asks as a long-poll's attempt does.
+    pub(super) fn ask_for_pushed_pop(&mut self, queue: &str, group: &str) -> Option<u64> {
+        let Some(slot) = self.by_queue.get_mut(queue).and_then(|g| g.get_mut(group)) else {
+            return self.ask(queue, group);
+        };
+        *slot = match *slot {
+            Slot::Known(until) => Slot::Handed {
+                after: self.next_ticket,
+                left: 1,
+                quiet: None,
+                due: false,
+                until,
+            },
+            Slot::Handed {
+                after,
+                left,
+                quiet,
+                due,
+                until,
+            } => Slot::Handed {
+                after,
+                left: left + 1,
+                quiet,
+                due,
+                until,
+            },
+            Slot::Asking(_) => return self.ask(queue, group),
+        };
+        self.next_ticket += 1;
+        Some(self.next_ticket)
+    }
+
     /// The answer of the pop holding `ticket`: quiet until `Some(until)`, or not quiet (`None`).
     /// Kept only while the ticket is still the latest and no event came since, or when it is
     /// the answer of a handed waiter. Returns true when it was the last answer of a hand-off

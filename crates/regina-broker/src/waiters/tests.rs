@@ -460,7 +460,7 @@ async fn parked_offering(
     until: Instant,
 ) -> tokio::task::JoinHandle<(Resumed, WaiterGuard)> {
     let guard = waiters.register(queue_key(partition, "g")).expect("room");
-    guard.offer(Arc::from(format!("{{\"partition\":{partition:?}}}")));
+    guard.offer(Arc::from(format!("{{\"partition\":{partition:?}}}")), false);
     let before = waiters.parked();
     let task = tokio::spawn(async move { (guard.park_until(until).await, guard) });
     while waiters.parked() == before {
@@ -468,6 +468,9 @@ async fn parked_offering(
     }
     task
 }
+
+/// How long the tests' quiet answers are trusted.
+const TTL: Duration = Duration::from_secs(3600);
 
 fn empty() -> Handed {
     Handed::Ran(PopOutcome::Empty {
@@ -500,7 +503,7 @@ async fn a_push_takes_one_offered_pop_per_partition_and_wakes_no_one_else_for_th
         "the third offering waiter stays parked"
     );
     // The push committed: its two wake-ups went to the pops it took.
-    waiters.push_committed("q", &["p1", "p2"]);
+    waiters.push_committed_serving("q", &["p1", "p2"], &taken);
     assert_eq!(
         waiters.parked(),
         1,
@@ -508,7 +511,7 @@ async fn a_push_takes_one_offered_pop_per_partition_and_wakes_no_one_else_for_th
     );
 
     for taken in taken {
-        assert!(waiters.hand(taken, Handed::NotRun).is_none());
+        assert!(waiters.hand(taken, Handed::NotRun, TTL).is_none());
     }
     // The two handed waiters finish; the third stays parked.
     while tasks.iter().filter(|t| t.is_finished()).count() < 2 {
@@ -520,13 +523,7 @@ async fn a_push_takes_one_offered_pop_per_partition_and_wakes_no_one_else_for_th
     for task in finished {
         let (resumed, guard) = task.await.expect("parked task");
         kept.push(guard);
-        assert!(matches!(
-            resumed,
-            Resumed::Handed {
-                handed: Handed::NotRun,
-                evented: false
-            }
-        ));
+        assert!(matches!(resumed, Resumed::Handed(Handed::NotRun)));
     }
     assert_eq!((parked.len(), waiters.parked()), (1, 1));
     drop((plain, selector));
@@ -539,21 +536,20 @@ async fn a_waiter_whose_pop_was_taken_waits_for_the_answer_past_its_time() {
     let task = parked_offering(&waiters, Some("p1"), soon).await;
     let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
     assert_eq!(taken.len(), 1);
-    // Its time passes while the push runs; an event comes too.
+    // Its time passes while the push runs.
     tokio::time::sleep(Duration::from_millis(50)).await;
-    waiters.lease_ended("q", "g");
     assert!(!task.is_finished(), "it waits for the pop the push took");
     for taken in taken {
-        assert!(waiters.hand(taken, empty()).is_none());
+        assert!(waiters.hand(taken, empty(), TTL).is_none());
     }
     let (resumed, _guard) = task.await.expect("parked task");
-    match resumed {
-        Resumed::Handed {
-            handed: Handed::Ran(PopOutcome::Empty { .. }),
-            evented,
-        } => assert!(evented, "the lease end came after the take"),
-        other => panic!("unexpected {other:?}"),
-    }
+    assert!(
+        matches!(
+            resumed,
+            Resumed::Handed(Handed::Ran(PopOutcome::Empty { .. }))
+        ),
+        "{resumed:?}"
+    );
 }
 
 #[tokio::test]
@@ -573,7 +569,10 @@ async fn a_pop_taken_for_a_waiter_that_left_comes_back_and_its_wake_up_passes_on
         "the departed waiter's wake-up passed on"
     );
     for taken in taken {
-        assert!(matches!(waiters.hand(taken, empty()), Some(Handed::Ran(_))));
+        assert!(matches!(
+            waiters.hand(taken, empty(), TTL),
+            Some(Handed::Ran(_))
+        ));
     }
 }
 
@@ -590,4 +589,119 @@ async fn a_partition_waiter_is_taken_only_by_a_push_to_its_partition() {
     );
     waiters.shutting_down.store(false, Ordering::SeqCst);
     assert_eq!(waiters.take_for_push(&[("q", vec!["p1"])]).len(), 1);
+}
+
+#[tokio::test]
+async fn another_push_wakes_a_parked_waiter_not_one_whose_pop_a_push_took() {
+    let waiters = Arc::new(Waiters::new(100));
+    let far = Instant::now() + Duration::from_secs(3600);
+    let task = parked_offering(&waiters, None, far).await;
+    let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
+    assert_eq!(taken.len(), 1);
+    // A push on another lane commits while the first one's pops run, which may not see it: its
+    // wake-up goes to a parked waiter.
+    let parked = [waiters.register(queue_key(None, "g")).expect("room")];
+    assert_eq!(
+        count_woken(&parked, || waiters.push_committed("q", &["p2"])).await,
+        1
+    );
+    for taken in taken {
+        assert!(waiters.hand(taken, empty(), TTL).is_none());
+    }
+    drop(task.await.expect("parked task"));
+}
+
+fn quiet_answer() -> Handed {
+    // Messages delivered, and nothing due after them until an event.
+    let outcome = PopOutcome::from_result("{}".into(), Some("infinity")).expect("readable");
+    assert!(outcome.quiet().is_some());
+    Handed::Ran(outcome)
+}
+
+/// Registers a queue waiter of group `g` over every partition whose answers tell the group's
+/// quiet, and parks it for an hour in a task of its own; returns once it is parked.
+async fn parked_telling_quiet(
+    waiters: &Arc<Waiters>,
+) -> tokio::task::JoinHandle<(Resumed, WaiterGuard)> {
+    let guard = waiters.register(queue_key(None, "g")).expect("room");
+    guard.offer(Arc::from("{}"), true);
+    let before = waiters.parked();
+    let far = Instant::now() + Duration::from_secs(3600);
+    let task = tokio::spawn(async move { (guard.park_until(far).await, guard) });
+    while waiters.parked() == before {
+        tokio::task::yield_now().await;
+    }
+    task
+}
+
+#[tokio::test]
+async fn what_a_pop_run_by_a_push_says_of_its_group_is_learnt_unless_an_event_came_since() {
+    let waiters = Arc::new(Waiters::new(100));
+    let task = parked_telling_quiet(&waiters).await;
+    let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
+    // The push's own commit does not end what its pop answers.
+    waiters.push_committed_serving("q", &["p1"], &taken);
+    for taken in taken {
+        assert!(waiters.hand(taken, quiet_answer(), TTL).is_none());
+    }
+    assert!(waiters.quiet("q", "g").is_some(), "learnt");
+    let (_, guard) = task.await.expect("parked task");
+    drop(guard);
+
+    // Another push commits while the pop runs: its answer may not count that push's messages.
+    let waiters = Arc::new(Waiters::new(100));
+    let task = parked_telling_quiet(&waiters).await;
+    let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
+    waiters.push_committed("q", &["p2"]);
+    waiters.push_committed_serving("q", &["p1"], &taken);
+    for taken in taken {
+        assert!(waiters.hand(taken, quiet_answer(), TTL).is_none());
+    }
+    assert!(waiters.quiet("q", "g").is_none(), "not learnt");
+    drop(task.await.expect("parked task"));
+}
+
+#[tokio::test]
+async fn a_quiet_group_is_handed_to_the_pop_a_push_takes_and_its_answer_decides() {
+    let waiters = Arc::new(Waiters::new(100));
+    let known = |waiters: &Waiters| waiters.quiet("q", "g").is_some();
+    let make_quiet = |waiters: &Waiters| {
+        let ticket = waiters.quiet_ask("q", "g").expect("room");
+        waiters.quiet_learn("q", "g", ticket, Some(Instant::now() + TTL));
+        assert!(known(waiters));
+    };
+    make_quiet(&waiters);
+    let task = parked_telling_quiet(&waiters).await;
+    let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
+    assert!(
+        known(&waiters),
+        "long-polls coming back while the push runs park as before"
+    );
+    waiters.push_committed_serving("q", &["p1"], &taken);
+    assert!(
+        known(&waiters),
+        "the push's own commit leaves it to its pop"
+    );
+    for taken in taken {
+        assert!(waiters.hand(taken, quiet_answer(), TTL).is_none());
+    }
+    assert!(known(&waiters), "its pop said nothing more is due");
+    drop(task.await.expect("parked task"));
+
+    // Its pop says something may still be due: what was known ends, and a parked waiter of the
+    // group is woken to ask.
+    make_quiet(&waiters);
+    let task = parked_telling_quiet(&waiters).await;
+    let taken = waiters.take_for_push(&[("q", vec!["p1"])]);
+    let other = waiters.register(queue_key(None, "g")).expect("room");
+    waiters.push_committed_serving("q", &["p1"], &taken);
+    let due = || Handed::Ran(PopOutcome::from_result("{}".into(), None).expect("readable"));
+    let woken = count_woken(std::slice::from_ref(&other), || {
+        for taken in taken {
+            assert!(waiters.hand(taken, due(), TTL).is_none());
+        }
+    });
+    assert_eq!(woken.await, 1, "the other waiter asks");
+    assert!(!known(&waiters));
+    drop(task.await.expect("parked task"));
 }

@@ -509,3 +509,24 @@ async fn without_push_pops_the_woken_long_poll_pops_on_its_own() {
     assert_eq!(ran_after, ran);
     assert!(calls_after > calls, "{calls_after} > {calls}");
 }
+
+/// What the pop a push ran says of its group is kept as a long-poll's own answer is: after it
+/// delivered the last message, the consumer's next long-poll parks without a database call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_poll_after_a_delivery_by_a_push_parks_without_a_database_call() {
+    let (_b, api) = start_quiet_trusting().await;
+    api.configure("q", json!({})).await;
+    let waiter = park(&api, "q", &parked("&autoAck=true"));
+    api.wait_for_waiters(1).await;
+    let (_, ran) = push_pops(&api).await;
+    api.push_one("q", "Default", json!(1)).await;
+    let (got, _) = waiter.await.unwrap();
+    assert_eq!(got.data(), vec![json!(1)], "{got:?}");
+    assert_eq!(push_pops(&api).await.1, ran + 1.0, "delivered by the push");
+
+    let (calls, parks) = pop_calls(&api).await;
+    api.pop("q", "wait=true&timeout=300&autoAck=true")
+        .await
+        .assert_empty("timeout");
+    assert_eq!(pop_calls(&api).await, (calls, parks + 1.0));
+}
