@@ -433,7 +433,6 @@ async fn park(
         .map(|d| now + d);
     let until = timer.map_or(deadline, |t| t.min(deadline));
     let resumed = guard.park_until(until).await;
-    // Messages a push's transaction claimed for this waiter are its answer, whatever else holds.
     let woken = match resumed {
         // Messages a push's transaction claimed for this waiter are its answer, whatever else
         // holds now.

@@ -269,7 +269,6 @@ impl Waiters {
         if let Some(entries) = queues.get_mut(queue) {
             let mut budgets: HashMap<(Option<String>, String), usize> = HashMap::new();
             let served = |id: &u64| served.iter().any(|t| t.id == *id && t.queue == queue);
-            // (Also used below.)
             // Waiters whose pops ran in this push's transaction were served by it: they use
             // their key's budget first, and are not woken.
             for (_, entry) in entries.iter_mut().filter(|(id, _)| served(id)) {
@@ -356,8 +355,8 @@ impl Waiters {
     }
 
     /// Gives a pop that [`Waiters::take_for_push`] took back to its waiter, with what became of
-    /// it; call after the push's [`Waiters::push_committed_serving`] (or its failure). Returns it when
-    /// the waiter is gone (its client left): the caller ends a lease it holds.
+    /// it; call after the push's [`Waiters::push_committed_serving`] (or its failure). Returns
+    /// it when the waiter is gone (its client left): the caller ends a lease it holds.
     ///
     /// What its answer says of its group's quiet on the queue is learnt as a long-poll's own
     /// attempt's is, trusted for at most `quiet_ttl` (`LONGPOLL_QUIET_MS`).
