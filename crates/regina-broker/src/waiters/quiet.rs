@@ -45,6 +45,36 @@ enum Slot {
     },
 }
 
+impl Slot {
+    /// This slot with `more` answers awaited: a known quiet handed to them (answers of tickets
+    /// after `next_ticket` count), a hand-off awaiting them too; none for a pop asking.
+    fn handed_to(self, more: usize, next_ticket: u64) -> Option<Slot> {
+        match self {
+            Slot::Known(until) => Some(Slot::Handed {
+                after: next_ticket,
+                left: more,
+                quiet: None,
+                due: false,
+                until,
+            }),
+            Slot::Handed {
+                after,
+                left,
+                quiet,
+                due,
+                until,
+            } => Some(Slot::Handed {
+                after,
+                left: left + more,
+                quiet,
+                due,
+                until,
+            }),
+            Slot::Asking(_) => None,
+        }
+    }
+}
+
 /// The quiet (queue, group) pairs of this instance, at most `max` of them.
 #[derive(Debug, Default)]
 pub(super) struct Quiet {
@@ -82,29 +112,10 @@ impl Quiet {
         let Some(slot) = self.by_queue.get_mut(queue).and_then(|g| g.get_mut(group)) else {
             return;
         };
-        let handed = match *slot {
-            _ if pushed == 0 || woken < pushed => None,
-            Slot::Known(until) => Some(Slot::Handed {
-                after: self.next_ticket,
-                left: woken,
-                quiet: None,
-                due: false,
-                until,
-            }),
-            Slot::Handed {
-                after,
-                left,
-                quiet,
-                due,
-                until,
-            } => Some(Slot::Handed {
-                after,
-                left: left + woken,
-                quiet,
-                due,
-                until,
-            }),
-            Slot::Asking(_) => None,
+        let handed = if pushed == 0 || woken < pushed {
+            None
+        } else {
+            slot.handed_to(woken, self.next_ticket)
         };
         match handed {
             Some(handed) => *slot = handed,
@@ -153,29 +164,10 @@ impl Quiet {
         let Some(slot) = self.by_queue.get_mut(queue).and_then(|g| g.get_mut(group)) else {
             return self.ask(queue, group);
         };
-        *slot = match *slot {
-            Slot::Known(until) => Slot::Handed {
-                after: self.next_ticket,
-                left: 1,
-                quiet: None,
-                due: false,
-                until,
-            },
-            Slot::Handed {
-                after,
-                left,
-                quiet,
-                due,
-                until,
-            } => Slot::Handed {
-                after,
-                left: left + 1,
-                quiet,
-                due,
-                until,
-            },
-            Slot::Asking(_) => return self.ask(queue, group),
-        };
+        match slot.handed_to(1, self.next_ticket) {
+            Some(handed) => *slot = handed,
+            None => return self.ask(queue, group),
+        }
         self.next_ticket += 1;
         Some(self.next_ticket)
     }

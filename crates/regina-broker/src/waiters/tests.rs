@@ -459,8 +459,21 @@ async fn parked_offering(
     partition: Option<&str>,
     until: Instant,
 ) -> tokio::task::JoinHandle<(Resumed, WaiterGuard)> {
+    parked_offering_as(waiters, partition, until, false).await
+}
+
+/// [`parked_offering`], its answers telling the group's quiet or not.
+async fn parked_offering_as(
+    waiters: &Arc<Waiters>,
+    partition: Option<&str>,
+    until: Instant,
+    tells_quiet: bool,
+) -> tokio::task::JoinHandle<(Resumed, WaiterGuard)> {
     let guard = waiters.register(queue_key(partition, "g")).expect("room");
-    guard.offer(Arc::from(format!("{{\"partition\":{partition:?}}}")), false);
+    guard.offer(
+        Arc::from(format!("{{\"partition\":{partition:?}}}")),
+        tells_quiet,
+    );
     let before = waiters.parked();
     let task = tokio::spawn(async move { (guard.park_until(until).await, guard) });
     while waiters.parked() == before {
@@ -623,15 +636,8 @@ fn quiet_answer() -> Handed {
 async fn parked_telling_quiet(
     waiters: &Arc<Waiters>,
 ) -> tokio::task::JoinHandle<(Resumed, WaiterGuard)> {
-    let guard = waiters.register(queue_key(None, "g")).expect("room");
-    guard.offer(Arc::from("{}"), true);
-    let before = waiters.parked();
     let far = Instant::now() + Duration::from_secs(3600);
-    let task = tokio::spawn(async move { (guard.park_until(far).await, guard) });
-    while waiters.parked() == before {
-        tokio::task::yield_now().await;
-    }
-    task
+    parked_offering_as(waiters, None, far, true).await
 }
 
 #[tokio::test]

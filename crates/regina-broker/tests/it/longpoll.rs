@@ -336,13 +336,18 @@ async fn start_quiet_trusting() -> (regina_testkit::TestBroker, Api) {
     .await
 }
 
-/// Database pop calls made so far, and long-polls parked without one.
-async fn pop_calls(api: &Api) -> (f64, f64) {
+/// Database pop calls made so far, and the value of `counter`.
+async fn pop_calls_and(api: &Api, counter: &str) -> (f64, f64) {
     let m = crate::prometheus::scrape::Metrics::scrape(api).await;
     (
         m.observations("regina_batch_requests", &[("op", "pop")]),
-        m.value("regina_longpoll_quiet_parks_total", &[]),
+        m.value(counter, &[]),
     )
+}
+
+/// Database pop calls made so far, and long-polls parked without one.
+async fn pop_calls(api: &Api) -> (f64, f64) {
+    pop_calls_and(api, "regina_longpoll_quiet_parks_total").await
 }
 
 /// After a delivery that left nothing due, the consumer's next long-poll parks without asking
@@ -446,13 +451,9 @@ async fn start_parked_until_an_event(push_pops: bool) -> (regina_testkit::TestBr
     .await
 }
 
-/// Pop calls made so far, and long-poll pops that pushes ran in their own transactions.
+/// Database pop calls made so far, and long-poll pops that pushes ran in their transactions.
 async fn push_pops(api: &Api) -> (f64, f64) {
-    let m = crate::prometheus::scrape::Metrics::scrape(api).await;
-    (
-        m.observations("regina_batch_requests", &[("op", "pop")]),
-        m.value("regina_longpoll_push_pops_total", &[]),
-    )
+    pop_calls_and(api, "regina_longpoll_push_pops_total").await
 }
 
 /// A push runs the pops of the parked long-polls it wakes in its own transaction: each gets the
