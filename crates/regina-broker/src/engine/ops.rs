@@ -224,19 +224,20 @@ pub(crate) fn push_committed<'a>(
     announcer: &Announcer,
     targets: impl Iterator<Item = (&'a str, &'a str)>,
 ) {
-    push_committed_serving(waiters, announcer, targets, &[]);
+    push_committed_serving(waiters, announcer, &by_queue(targets), &[]);
 }
 
-/// [`push_committed`] for a push that ran the pops it took (`served`) in its transaction.
-fn push_committed_serving<'a>(
+/// [`push_committed`] for a push to `by_queue` (see [`by_queue`]) that ran the pops it took
+/// (`served`) in its transaction.
+fn push_committed_serving(
     waiters: &Waiters,
     announcer: &Announcer,
-    targets: impl Iterator<Item = (&'a str, &'a str)>,
+    by_queue: &[(&str, Vec<&str>)],
     served: &[Taken],
 ) {
-    for (queue, partitions) in by_queue(targets) {
-        waiters.push_committed_serving(queue, &partitions, served);
-        announcer.announce(queue, &partitions);
+    for (queue, partitions) in by_queue {
+        waiters.push_committed_serving(queue, partitions, served);
+        announcer.announce(queue, partitions);
     }
 }
 
@@ -335,15 +336,14 @@ impl BatchOp for PushOp {
 
     async fn call(&self, db: &Db, requests: &[&PushRequest]) -> Result<Vec<Vec<String>>, DbError> {
         let (items, payloads) = push_arrays(requests.iter().flat_map(|r| r.iter()));
-        let targets = || {
-            let items = requests.iter().flat_map(|r| r.iter());
-            items.map(|i| (&*i.queue, &*i.partition))
-        };
+        // The written partitions of each queue, for the pops to take and the wake-ups after.
+        let pushed = requests.iter().flat_map(|r| r.iter());
+        let written = by_queue(pushed.map(|i| (&*i.queue, &*i.partition)));
         // The pops of the long-polls this push would wake run in its transaction.
         let mut lent = Lent {
             op: self,
             pops: if self.long_poll_pops && !self.maintenance.pop_on() {
-                self.waiters.take_for_push(&by_queue(targets()))
+                self.waiters.take_for_push(&written)
             } else {
                 Vec::new()
             },
@@ -358,7 +358,7 @@ impl BatchOp for PushOp {
         let results = split_rows(rows, requests.iter().map(|r| r.len()));
         // Committed: wake the waiters of every written partition (http-api.md §4.9); those whose
         // pops ran here count as woken, and get their answers after.
-        push_committed_serving(&self.waiters, &self.announcer, targets(), &lent.pops);
+        push_committed_serving(&self.waiters, &self.announcer, &written, &lent.pops);
         if !lent.pops.is_empty() {
             let taken = std::mem::take(&mut lent.pops);
             self.hand(db, taken, popped).await;
