@@ -118,6 +118,8 @@ pub mod defaults {
     pub const DB_CALLS_PUSH: usize = 2;
     /// `PUSH_SPLIT_ITEMS_MIN`, items of one push request.
     pub const PUSH_SPLIT_ITEMS_MIN: usize = 32;
+    /// `PUSH_PARALLEL_ITEMS_MIN`, items waiting in a push lane.
+    pub const PUSH_PARALLEL_ITEMS_MIN: usize = 8;
     /// `DB_CALLS_POP`: fused pop calls in flight. Pops of one group that run at once start at the
     /// head of the same ready line and skip each other's cursors; two calls keep both cores of a
     /// 2-core PostgreSQL busy with fewer such collisions than four (docs/tuning.md).
@@ -448,6 +450,12 @@ pub struct Config {
     #[arg(long, env = "PUSH_SPLIT_ITEMS_MIN", default_value_t = defaults::PUSH_SPLIT_ITEMS_MIN,
           value_parser = parse_positive_usize)]
     pub push_split_items_min: usize,
+    /// A push lane starts a call while another lane's call runs only with at least this many
+    /// items waiting; fewer wait for that call to end and fuse with what comes meanwhile (fewer
+    /// transactions at a light load). 1: lanes never wait for each other.
+    #[arg(long, env = "PUSH_PARALLEL_ITEMS_MIN",
+          default_value_t = defaults::PUSH_PARALLEL_ITEMS_MIN, value_parser = parse_positive_usize)]
+    pub push_parallel_items_min: usize,
     /// Fused pop calls in flight at once. Pops of one group that run at once start at the head of
     /// the same ready line and skip the partitions another holds: fewer, larger calls waste less
     /// (about one per PostgreSQL core).

@@ -59,8 +59,71 @@ pub(crate) trait BatchOp: Send + Sync + 'static {
     }
 }
 
+/// Batchers that defer small calls to each other: a member whose free slot has less than
+/// `parallel_weight_min` of weight waiting does not start a call while another member's call
+/// runs; it waits for that call to end, fusing what arrives meanwhile. Push lanes use it: at a
+/// light load two lanes' calls in flight at once cost two transactions where one lane after the
+/// other fuses them into fewer; under load every lane has enough waiting to run at once. A member
+/// that waited goes before one whose call just ended, so none is passed over for long.
+#[derive(Debug)]
+pub(crate) struct Company {
+    parallel_weight_min: usize,
+    turns: std::sync::Mutex<Turns>,
+    /// Told whenever a member's call ends.
+    ended: tokio::sync::Notify,
+}
+
+#[derive(Debug, Default)]
+struct Turns {
+    /// Members' calls in flight.
+    running: usize,
+    /// Members waiting for those to end.
+    waiting: usize,
+}
+
+impl Turns {
+    /// Whether a member may start its call now (`full`: it has enough waiting to run beside
+    /// others; `waited`: it is counted among those waiting), counting the call as running if so,
+    /// else the member as waiting. One that has not waited yields to one that has.
+    fn take(&mut self, full: bool, waited: bool) -> bool {
+        let go = full || (self.running == 0 && (waited || self.waiting == 0));
+        if go {
+            self.running += 1;
+            self.waiting -= usize::from(waited);
+        } else if !waited {
+            self.waiting += 1;
+        }
+        go
+    }
+}
+
+impl Company {
+    /// `parallel_weight_min` 0 or 1: members never wait for each other.
+    pub(crate) fn new(parallel_weight_min: usize) -> Arc<Company> {
+        Arc::new(Company {
+            parallel_weight_min,
+            turns: std::sync::Mutex::new(Turns::default()),
+            ended: tokio::sync::Notify::new(),
+        })
+    }
+
+    fn turns(&self) -> std::sync::MutexGuard<'_, Turns> {
+        self.turns.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A member's call in flight, counted in its [`Company`] until dropped.
+struct Running(Arc<Company>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.turns().running -= 1;
+        self.0.ended.notify_waiters();
+    }
+}
+
 /// Tuning of one batcher.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct BatchSettings {
     /// Calls of this kind in flight at once.
     pub(crate) slots: usize,
@@ -75,6 +138,9 @@ pub(crate) struct BatchSettings {
     /// Wait for more requests before sending, once a slot is free (`BATCH_HOLD_US`; pops
     /// `POP_HOLD_US`).
     pub(crate) hold: Duration,
+    /// The batchers this one defers small calls to (push lanes, `PUSH_PARALLEL_ITEMS_MIN`); a
+    /// member has one slot, so the calls its company counts while it dispatches are others'.
+    pub(crate) company: Option<Arc<Company>>,
 }
 
 struct Job<O: BatchOp> {
@@ -158,6 +224,19 @@ async fn dispatch<O: BatchOp>(
             bytes += job_bytes;
             jobs.push(job);
         }
+        let mut running = None;
+        if let Some(company) = &settings.company {
+            take_turn(
+                company,
+                &settings,
+                &mut receiver,
+                &mut jobs,
+                (&mut weight, &mut bytes),
+                &mut carried,
+            )
+            .await;
+            running = Some(Running(company.clone()));
+        }
         // Requesters that already left need no database work.
         jobs.retain(|job| !job.reply.is_closed());
         if jobs.is_empty() {
@@ -168,8 +247,60 @@ async fn dispatch<O: BatchOp>(
             executor.clone(),
             calls.clone(),
             jobs,
-            permit,
+            // The call ends for its company before the slot frees.
+            (running, permit),
         ));
+    }
+}
+
+/// Waits until `jobs` may go out as a call of a member of `company`, and counts that call as
+/// running: at once when no other member's call runs, when `jobs` weigh at least
+/// `parallel_weight_min` or fill a call; otherwise once the calls running have ended and no
+/// member that waited longer is left to go first. Meanwhile takes the requests that arrive into
+/// `jobs` (up to the call's caps; the first that does not fit goes to `carried`, and the call goes
+/// out, as it does when the channel closes).
+async fn take_turn<O: BatchOp>(
+    company: &Company,
+    settings: &BatchSettings,
+    receiver: &mut mpsc::UnboundedReceiver<Job<O>>,
+    jobs: &mut Vec<Job<O>>,
+    (weight, bytes): (&mut usize, &mut usize),
+    carried: &mut Option<Job<O>>,
+) {
+    let mut waiting = false;
+    let mut open = true;
+    loop {
+        // Registered before the check, so a call that ends between the two is not missed.
+        let ended = company.ended.notified();
+        tokio::pin!(ended);
+        ended.as_mut().enable();
+        let full = !open
+            || carried.is_some()
+            || *weight >= company.parallel_weight_min
+            || jobs.len() >= settings.requests_max.max(1);
+        if company.turns().take(full, waiting) {
+            return;
+        }
+        waiting = true;
+        tokio::select! {
+            () = &mut ended => {}
+            job = receiver.recv() => match job {
+                None => open = false,
+                Some(job) => {
+                    let (job_weight, job_bytes) =
+                        (O::weight(&job.request), O::bytes(&job.request));
+                    if *weight + job_weight > settings.items_max
+                        || *bytes + job_bytes > settings.bytes_max
+                    {
+                        *carried = Some(job);
+                    } else {
+                        *weight += job_weight;
+                        *bytes += job_bytes;
+                        jobs.push(job);
+                    }
+                }
+            },
+        }
     }
 }
 
@@ -178,7 +309,7 @@ async fn run_batch<O: BatchOp>(
     executor: O::Executor,
     calls: DbCallMetrics,
     jobs: Vec<Job<O>>,
-    _permit: OwnedSemaphorePermit,
+    _held: (Option<Running>, OwnedSemaphorePermit),
 ) {
     let span = tracing::info_span!("batch", op = O::NAME, requests = jobs.len());
     async move {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use announce::Announcer;
-use batcher::{BatchSettings, Batcher};
+use batcher::{BatchSettings, Batcher, Company};
 pub(crate) use ops::{
     push_arrays, push_committed, AckRequest, ExtendRequest, PopRequest, PushItem, PushRequest,
 };
@@ -64,7 +64,9 @@ impl Engine {
             items_max: config.batch_items_max,
             bytes_max: config.batch_bytes_max,
             hold: Duration::from_micros(hold_us),
+            company: None,
         };
+        let lanes = Company::new(config.push_parallel_items_min);
         let announcer = Announcer::start(db.clone());
         Engine {
             transactions: Transactions {
@@ -93,7 +95,10 @@ impl Engine {
                             quiet_ttl: Duration::from_millis(config.longpoll_quiet_ms),
                         }),
                         db.clone(),
-                        settings(1, config.batch_hold_us),
+                        BatchSettings {
+                            company: Some(lanes.clone()),
+                            ..settings(1, config.batch_hold_us)
+                        },
                         metrics,
                     )
                 })

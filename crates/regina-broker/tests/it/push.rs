@@ -457,3 +457,43 @@ async fn drain_sequence(api: &Api, queue: &str, partition: &str) -> Vec<i64> {
         .map(|m| m["data"]["s"].as_i64().expect("s"))
         .collect()
 }
+
+/// Push lanes that always wait for each other (`PUSH_PARALLEL_ITEMS_MIN` above anything waiting:
+/// one lane's call at a time) still answer every request of many concurrent producers, none
+/// passed over, and each partition keeps its order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_lanes_that_take_turns_answer_every_producer_in_order() {
+    let (_b, api) = crate::support::start_with(|c| {
+        c.db_calls_push = 4;
+        c.push_parallel_items_min = 100_000;
+    })
+    .await;
+    let barrier = Arc::new(Barrier::new(40));
+    let tasks: Vec<_> = (0..40)
+        .map(|i| {
+            let api = Api {
+                base: api.base.clone(),
+                http: regina_testkit::http(),
+            };
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                for s in 0..10 {
+                    let r = api
+                        .push(json!([{"queue": "turns", "partition": format!("p{i}"),
+                                      "payload": {"s": s}}]))
+                        .await;
+                    assert_eq!(r.status, 201, "{r:?}");
+                    assert_eq!(r.body[0]["status"], "queued", "{r:?}");
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.expect("producer");
+    }
+    for i in 0..40 {
+        let seqs = drain_sequence(&api, "turns", &format!("p{i}")).await;
+        assert_eq!(seqs, (0..10).collect::<Vec<i64>>(), "partition p{i}");
+    }
+}

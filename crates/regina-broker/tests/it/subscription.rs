@@ -219,14 +219,20 @@ async fn default_subscription_mode_applies_when_a_pop_names_none() {
 /// Waits until a session running `regina.pop($1…)` waits for a lock (`what` says which); returns
 /// the connection that watched, for the caller's checks.
 async fn pop_waiting_on_a_lock(b: &TestBroker, what: &str) -> tokio_postgres::Client {
+    waiting_on_a_lock(b, "%regina.pop($1%", what).await
+}
+
+/// Waits until a session whose statement is `like` the pattern waits for a lock; returns the
+/// connection that watched.
+async fn waiting_on_a_lock(b: &TestBroker, like: &str, what: &str) -> tokio_postgres::Client {
     let watcher = b.db().await;
     regina_testkit::wait_until(what, || async {
         let row = watcher
             .query_one(
                 "select count(*) from pg_stat_activity \
-                 where wait_event_type = 'Lock' and query like '%regina.pop($1%' \
+                 where wait_event_type = 'Lock' and query like $1 \
                    and pid <> pg_backend_pid()",
-                &[],
+                &[&like],
             )
             .await
             .expect("pg_stat_activity");
@@ -417,5 +423,91 @@ async fn a_namespace_pop_subscribes_every_queue_it_covers_even_those_its_walk_sk
         api.get(pop).await.data(),
         vec![json!("l1")],
         "`low` was subscribed by the pop before the push"
+    );
+}
+
+/// A group deleted with its metadata while a push that runs the group's pops is in flight
+/// (http-api.md §4.9): the deletion takes the partitions table in share mode before it touches the
+/// subscription, so it waits for the push; the push's pop, past its subscription check, finds the
+/// group's cursor held by the deletion and passes it by (creating nothing), and neither waits for
+/// the other. After both commit the group is gone: the pop subscribed nothing again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_a_group_while_a_push_runs_its_pops_neither_deadlocks_nor_resubscribes() {
+    let (b, api) = start().await;
+    api.push_to("q", "p", &[json!("first")]).await;
+    assert_eq!(
+        drain(&api, "q", "consumerGroup=g").await,
+        vec![json!("first")]
+    );
+
+    // A push in flight that will run the group's pop: the table lock taken.
+    let push = b.db().await;
+    push.batch_execute("begin; lock table regina.partitions in row exclusive mode")
+        .await
+        .expect("push's table lock");
+    let deletion = {
+        let db = b.db().await;
+        tokio::spawn(async move {
+            db.query_one(
+                "select regina.consumer_group_delete('g', 'q', true)::text",
+                &[],
+            )
+            .await
+        })
+    };
+    let watcher = waiting_on_a_lock(
+        &b,
+        "%consumer_group_delete%",
+        "the deletion waits for the push",
+    )
+    .await;
+    let rows = push
+        .query(
+            "select pop, result from regina.push_pop_text($1::text::jsonb, $2::text::json, \
+                                                          $3::text::jsonb)",
+            &[
+                &json!([{"queue": "q", "partition": "p", "transactionId": "second",
+                         "messageId": uuid::Uuid::now_v7().to_string()}])
+                .to_string(),
+                &json!(["second"]).to_string(),
+                &json!([{"queue": "q", "consumerGroup": "g", "batch": 1, "autoAck": true}])
+                    .to_string(),
+            ],
+        )
+        .await
+        .expect("the push and its pop run, no deadlock");
+    let popped: Vec<Value> = rows
+        .iter()
+        .filter(|r| r.get::<_, bool>(0))
+        .map(|r| serde_json::from_str(r.get::<_, &str>(1)).expect("json"))
+        .collect();
+    assert_eq!(popped.len(), 1, "the group was subscribed when the pop ran");
+    assert_eq!(
+        popped[0]["empty"],
+        json!("empty"),
+        "the cursor the deletion holds is passed by: {}",
+        popped[0]
+    );
+    push.batch_execute("commit").await.expect("commit");
+    let deleted = deletion
+        .await
+        .expect("deletion task")
+        .expect("the deletion ends, no deadlock");
+    let deleted: Value = serde_json::from_str(deleted.get::<_, &str>(0)).expect("json");
+    assert_eq!(deleted["metadataDeleted"], json!(true), "{deleted}");
+    let left = watcher
+        .query_one(
+            "select (select count(*) from regina.subscriptions where consumer_group = 'g') \
+                  + (select count(*) from regina.cursors where consumer_group = 'g') \
+                  + (select count(*) from regina.ready where consumer_group = 'g')",
+            &[],
+        )
+        .await
+        .expect("what is left of the group");
+    assert_eq!(left.get::<_, i64>(0), 0, "nothing of the group is left");
+    assert_eq!(
+        drain(&api, "q", "consumerGroup=g").await,
+        vec![json!("first"), json!("second")],
+        "a new group of the name starts over"
     );
 }

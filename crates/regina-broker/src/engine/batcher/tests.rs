@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures::task::noop_waker_ref;
 use tokio::sync::{mpsc, Semaphore};
 
-use super::{BatchOp, BatchSettings, Batcher};
+use super::{BatchOp, BatchSettings, Batcher, Company, Turns};
 use crate::db::DbError;
 use crate::engine::repeat::CONFLICT_RETRIES_MAX;
 use crate::metrics::Metrics;
@@ -179,6 +179,7 @@ impl Harness {
                 items_max,
                 bytes_max: usize::MAX,
                 hold: Duration::ZERO,
+                company: None,
             },
             script,
         )
@@ -292,6 +293,7 @@ async fn a_call_carries_at_most_the_byte_cap() {
         items_max: 100,
         bytes_max: 1000,
         hold: Duration::ZERO,
+        company: None,
     };
     let mut h = Harness::start_with(settings, gated());
     let mut pending = vec![h.enqueue(req(1))];
@@ -471,6 +473,7 @@ async fn a_hold_fuses_the_requests_that_come_during_it() {
         items_max: 100,
         bytes_max: usize::MAX,
         hold,
+        company: None,
     };
     let mut h = Harness::start_with(settings, Script::default());
     let first = h.enqueue(req(1));
@@ -493,4 +496,113 @@ async fn a_hold_fuses_the_requests_that_come_during_it() {
     );
     answers(vec![third]).await[0].as_ref().expect("answered");
     assert_eq!(h.db.calls(), [vec![1, 2], vec![3]]);
+}
+
+/// Two batchers of one [`Company`] (one slot each, as push lanes), on gated fakes.
+fn company_of_two(parallel_weight_min: usize) -> (Harness, Harness) {
+    let company = Company::new(parallel_weight_min);
+    let member = || {
+        Harness::start_with(
+            BatchSettings {
+                slots: 1,
+                requests_max: 100,
+                items_max: 100,
+                bytes_max: usize::MAX,
+                hold: Duration::ZERO,
+                company: Some(company.clone()),
+            },
+            gated(),
+        )
+    };
+    (member(), member())
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_small_call_waits_for_another_members_call_and_fuses_what_comes_meanwhile() {
+    let (mut a, mut b) = company_of_two(3);
+    let mut pending = vec![a.enqueue(req(1))];
+    assert_eq!(a.next_call().await, [1]);
+    pending.push(b.enqueue(req(2)));
+    assert!(!b.call_pending().await, "one item waits for the other call");
+    pending.push(b.enqueue(req(3)));
+    assert!(!b.call_pending().await, "two items wait too");
+    a.db.open(1);
+    assert_eq!(b.next_call().await, [2, 3], "after it, one call for both");
+    b.db.open(1);
+    for answer in answers(pending).await {
+        answer.expect("answered");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn enough_weight_runs_beside_another_members_call() {
+    let (mut a, mut b) = company_of_two(3);
+    let first = a.enqueue(req(1));
+    assert_eq!(a.next_call().await, [1]);
+    let heavy = b.enqueue(Req {
+        weight: 3,
+        ..req(2)
+    });
+    assert_eq!(b.next_call().await, [2], "three items do not wait");
+    assert_eq!(a.db.calls(), [vec![1]], "while the first call still runs");
+    a.db.open(1);
+    b.db.open(1);
+    for answer in answers(vec![first, heavy]).await {
+        answer.expect("answered");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_member_that_waited_goes_before_one_whose_call_ended() {
+    let (mut a, mut b) = company_of_two(3);
+    let mut pending = vec![a.enqueue(req(1))];
+    assert_eq!(a.next_call().await, [1]);
+    pending.push(b.enqueue(req(2)));
+    assert!(!b.call_pending().await);
+    // Queued behind `a`'s own call.
+    pending.push(a.enqueue(req(3)));
+    a.db.open(1);
+    assert_eq!(
+        b.next_call().await,
+        [2],
+        "the member that waited goes first"
+    );
+    assert!(!a.call_pending().await, "then the other waits its turn");
+    b.db.open(1);
+    assert_eq!(a.next_call().await, [3]);
+    a.db.open(1);
+    for answer in answers(pending).await {
+        answer.expect("answered");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn members_of_a_company_of_weight_one_never_wait() {
+    let (mut a, mut b) = company_of_two(1);
+    let first = a.enqueue(req(1));
+    assert_eq!(a.next_call().await, [1]);
+    let second = b.enqueue(req(2));
+    assert_eq!(b.next_call().await, [2]);
+    a.db.open(1);
+    b.db.open(1);
+    for answer in answers(vec![first, second]).await {
+        answer.expect("answered");
+    }
+}
+
+#[test]
+fn a_member_that_has_not_waited_yields_to_one_that_has() {
+    let mut turns = Turns {
+        running: 1,
+        waiting: 0,
+    };
+    assert!(!turns.take(false, false), "a call runs: wait");
+    assert_eq!(turns.waiting, 1);
+    turns.running = 0;
+    assert!(!turns.take(false, false), "none runs, but one waited: wait");
+    assert_eq!(turns.waiting, 2);
+    assert!(turns.take(false, true), "one that waited goes");
+    assert_eq!((turns.running, turns.waiting), (1, 1));
+    assert!(turns.take(true, false), "a full call goes beside it");
+    assert_eq!((turns.running, turns.waiting), (2, 1));
 }
