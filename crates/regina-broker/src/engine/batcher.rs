@@ -62,9 +62,9 @@ pub(crate) trait BatchOp: Send + Sync + 'static {
 /// Batchers that defer small calls to each other: a member whose free slot has less than
 /// `parallel_weight_min` of weight waiting does not start a call while another member's call
 /// runs; it waits for that call to end, fusing what arrives meanwhile. Push lanes use it: at a
-/// light load two lanes' calls in flight at once cost two transactions where one lane after the
-/// other fuses them into fewer; under load every lane has enough waiting to run at once. A member
-/// that waited goes before one whose call just ended, so none is passed over for long.
+/// light load two lanes' transactions committing at once wait for each other's flushes, one after
+/// the other they do not; under load every lane has enough waiting to run at once. A member that
+/// waited goes before one whose call just ended, so none is passed over for long.
 #[derive(Debug)]
 pub(crate) struct Company {
     parallel_weight_min: usize,

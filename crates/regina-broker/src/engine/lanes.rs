@@ -16,10 +16,10 @@
 //!
 //! Lanes run at once only when each has enough to do: a lane with fewer than
 //! `PUSH_PARALLEL_ITEMS_MIN` items waiting does not start a call while another lane's call runs,
-//! and waits for it instead (the batcher's `Company`). At a light load, one lane after the other
-//! fuses the requests that arrive meanwhile into fewer transactions, where lanes in flight at once
-//! would each commit a request or two (single-message producers at 1 000 msg/s: 14–26 % less
-//! PostgreSQL CPU per message, docs/benchmarks.md, "Push lanes that wait for each other").
+//! and waits for it instead (the batcher's `Company`). At a light load, two push transactions
+//! committing at once wait for each other's flushes and spend PostgreSQL CPU doing it; one after
+//! the other they do not (single-message producers at 1 000 msg/s: 14–26 % less PostgreSQL CPU
+//! per message and a lower tail, docs/benchmarks.md, "Push lanes that wait for each other").
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
