@@ -115,6 +115,15 @@ impl Api {
         }
     }
 
+    /// A client of the same broker with a connection pool of its own (one per simulated
+    /// producer or consumer, so that their requests run at once).
+    pub fn with_own_pool(&self) -> Api {
+        Api {
+            base: self.base.clone(),
+            http: crate::http(),
+        }
+    }
+
     /// `base` followed by `path` (which starts with `/`).
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)

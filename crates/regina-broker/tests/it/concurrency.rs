@@ -388,10 +388,7 @@ async fn check(configure: impl FnOnce(&mut regina_broker::Config)) {
         stop_producing: AtomicBool::new(false),
         stop_consuming: AtomicBool::new(false),
     });
-    let client = || Api {
-        base: api.base.clone(),
-        http: regina_testkit::http(),
-    };
+    let client = || api.with_own_pool();
     let started = Instant::now();
     let producers: Vec<_> = (0..PRODUCERS)
         .map(|i| tokio::spawn(producer(client(), model.clone(), i)))

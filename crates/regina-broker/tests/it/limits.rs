@@ -305,10 +305,7 @@ async fn requests_beyond_http_inflight_max_answer_503_overloaded() {
     api.configure("busy", json!({})).await;
     let parked: Vec<_> = (0..2)
         .map(|i| {
-            let api = Api {
-                base: api.base.clone(),
-                http: regina_testkit::http(),
-            };
+            let api = api.with_own_pool();
             tokio::spawn(async move {
                 api.pop(
                     "busy",

@@ -24,10 +24,7 @@ fn ms(d: Duration) -> f64 {
 
 /// Starts a long-poll pop in its own task (own connection); yields the answer and its arrival time.
 fn park(api: &Api, queue: &str, query: &str) -> JoinHandle<(Reply, Instant)> {
-    let api = Api {
-        base: api.base.clone(),
-        http: regina_testkit::http(),
-    };
+    let api = api.with_own_pool();
     let (queue, query) = (queue.to_string(), query.to_string());
     tokio::spawn(async move {
         let r = api.pop(&queue, &format!("wait=true&{query}")).await;

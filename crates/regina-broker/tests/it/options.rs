@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tokio::sync::Barrier;
 
-use crate::support::{start, Api};
+use crate::support::start;
 
 fn items(queue: &str, from: usize, n: usize) -> Value {
     Value::Array(
@@ -94,10 +94,7 @@ async fn racing_pushes_never_overshoot_max_size() {
     let barrier = Arc::new(Barrier::new(24));
     let tasks: Vec<_> = (0..24)
         .map(|i| {
-            let api = Api {
-                base: api.base.clone(),
-                http: regina_testkit::http(),
-            };
+            let api = api.with_own_pool();
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;

@@ -20,10 +20,7 @@ async fn hammer(api: &Api, requests: usize, items: usize, consumers: usize) -> V
     let log = Arc::new(Mutex::new(Vec::<Value>::with_capacity(total)));
     let mut producers = vec![];
     for p in 0..PRODUCERS {
-        let api = Api {
-            base: api.base.clone(),
-            http: regina_testkit::http(),
-        };
+        let api = api.with_own_pool();
         let barrier = barrier.clone();
         producers.push(tokio::spawn(async move {
             barrier.wait().await;
@@ -42,10 +39,7 @@ async fn hammer(api: &Api, requests: usize, items: usize, consumers: usize) -> V
     let deadline = Instant::now() + regina_testkit::DEADLINE;
     let mut consumer_tasks = vec![];
     for _ in 0..consumers {
-        let api = Api {
-            base: api.base.clone(),
-            http: regina_testkit::http(),
-        };
+        let api = api.with_own_pool();
         let (barrier, log) = (barrier.clone(), log.clone());
         consumer_tasks.push(tokio::spawn(async move {
             barrier.wait().await;
@@ -177,10 +171,7 @@ async fn auto_ack_consumers_share(api: &Api) {
     let barrier = Arc::new(Barrier::new(8));
     let tasks: Vec<_> = (0..8)
         .map(|_| {
-            let api = Api {
-                base: api.base.clone(),
-                http: regina_testkit::http(),
-            };
+            let api = api.with_own_pool();
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;
@@ -237,10 +228,7 @@ async fn concurrent_first_pushes_to_new_partitions_all_land_once() {
     let barrier = Arc::new(Barrier::new(PRODUCERS));
     let mut tasks = vec![];
     for producer in 0..PRODUCERS {
-        let api = Api {
-            base: api.base.clone(),
-            http: regina_testkit::http(),
-        };
+        let api = api.with_own_pool();
         let barrier = barrier.clone();
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;

@@ -329,10 +329,7 @@ async fn racing_pops_claim_each_partition_at_most_once() {
         let barrier = std::sync::Arc::new(tokio::sync::Barrier::new(20));
         let tasks: Vec<_> = (0..20)
             .map(|_| {
-                let api = crate::support::Api {
-                    base: api.base.clone(),
-                    http: regina_testkit::http(),
-                };
+                let api = api.with_own_pool();
                 let barrier = barrier.clone();
                 tokio::spawn(async move {
                     barrier.wait().await;

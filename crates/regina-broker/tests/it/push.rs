@@ -144,10 +144,7 @@ async fn racing_duplicate_pushes_store_exactly_one_message() {
         let barrier = Arc::new(Barrier::new(RACERS));
         let tasks: Vec<_> = (0..RACERS)
             .map(|i| {
-                let api = Api {
-                    base: api.base.clone(),
-                    http: regina_testkit::http(),
-                };
+                let api = api.with_own_pool();
                 let barrier = barrier.clone();
                 tokio::spawn(async move {
                     let item = json!([{"queue": "race", "partition": "p", "transactionId":
@@ -302,10 +299,7 @@ async fn a_request_with_nul_characters_never_fails_its_neighbours() {
         let barrier = Arc::new(Barrier::new(16));
         let tasks: Vec<_> = (0..16)
             .map(|i| {
-                let api = Api {
-                    base: api.base.clone(),
-                    http: regina_testkit::http(),
-                };
+                let api = api.with_own_pool();
                 let barrier = barrier.clone();
                 let body = if i == 7 {
                     body.to_string()
@@ -357,10 +351,7 @@ async fn pushes_split_over_calls_by_item_cap_lose_nothing_and_keep_order() {
     let barrier = Arc::new(Barrier::new(21));
     let tasks: Vec<_> = (0..21)
         .map(|i| {
-            let api = Api {
-                base: api.base.clone(),
-                http: regina_testkit::http(),
-            };
+            let api = api.with_own_pool();
             let barrier = barrier.clone();
             // Twenty requests of 3 items (at most one fits beside another under the cap) and
             // one of 40, each to its own partition, sequence numbers in the payload.
@@ -471,10 +462,7 @@ async fn push_lanes_that_take_turns_answer_every_producer_in_order() {
     let barrier = Arc::new(Barrier::new(40));
     let tasks: Vec<_> = (0..40)
         .map(|i| {
-            let api = Api {
-                base: api.base.clone(),
-                http: regina_testkit::http(),
-            };
+            let api = api.with_own_pool();
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;

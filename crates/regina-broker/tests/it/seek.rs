@@ -218,10 +218,7 @@ async fn a_seek_back_wakes_parked_pops_of_the_group() {
     push_each(&api, "q", "Default", &[1]).await;
     assert_eq!(receive(&api, "q", "g").await, vec![json!(1)]);
     let parked = {
-        let api = Api {
-            base: api.base.clone(),
-            http: regina_testkit::http(),
-        };
+        let api = api.with_own_pool();
         tokio::spawn(async move {
             let query =
                 format!("consumerGroup=g&wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true");

@@ -311,10 +311,7 @@ async fn a_transaction_push_wakes_a_parked_pop_and_an_ended_lease_wakes_its_grou
     let (_b, api) = start_event_driven().await;
     api.configure("w", json!({})).await;
     let parked = {
-        let api = Api {
-            base: api.base.clone(),
-            http: regina_testkit::http(),
-        };
+        let api = api.with_own_pool();
         tokio::spawn(async move {
             let query = format!("wait=true&timeout={PARKED_POP_TIMEOUT_MS}&autoAck=true");
             let r = api.pop("w", &query).await;
@@ -337,10 +334,7 @@ async fn a_transaction_push_wakes_a_parked_pop_and_an_ended_lease_wakes_its_grou
     api.push_to("w2", "Default", &[json!(1), json!(2)]).await;
     let holder = api.pop("w2", "consumerGroup=g").await.messages()[0].clone();
     let waiter = {
-        let api = Api {
-            base: api.base.clone(),
-            http: regina_testkit::http(),
-        };
+        let api = api.with_own_pool();
         tokio::spawn(async move {
             let query = format!("consumerGroup=g&wait=true&timeout={PARKED_POP_TIMEOUT_MS}");
             api.pop("w2", &query).await
@@ -386,10 +380,7 @@ async fn concurrent_transactions_over_the_same_partitions_in_opposite_orders_nev
     let barrier = Arc::new(Barrier::new(TASKS));
     let mut tasks = Vec::new();
     for i in 0..TASKS {
-        let api = Api {
-            base: api.base.clone(),
-            http: regina_testkit::http(),
-        };
+        let api = api.with_own_pool();
         let (ack_a, ack_b) = (ack_op(&a[i], "completed"), ack_op(&b_msgs[i], "completed"));
         let (push_a, push_b) = (
             push_op("cc", "A", json!(format!("a{i}")), &format!("a-{i}")),
