@@ -126,6 +126,8 @@ pub mod defaults {
     pub const DB_CALLS_POP: usize = 2;
     /// `DB_CALLS_ACK`: fused ack calls in flight.
     pub const DB_CALLS_ACK: usize = 4;
+    /// `ACK_PARALLEL_ITEMS_MIN`, acknowledgements waiting.
+    pub const ACK_PARALLEL_ITEMS_MIN: usize = 8;
     /// `DB_PLANS_REFRESH_MS`, milliseconds.
     pub const DB_PLANS_REFRESH_MS: u64 = 10_000;
     /// `BATCH_ITEMS_MAX`, push items, acks or requested pop messages per database call.
@@ -466,6 +468,12 @@ pub struct Config {
     #[arg(long, env = "DB_CALLS_ACK", default_value_t = defaults::DB_CALLS_ACK,
           value_parser = parse_positive_usize)]
     pub db_calls_ack: usize,
+    /// An ack call starts while another runs only with at least this many acknowledgements
+    /// waiting; fewer wait for the calls running to end and fuse with what comes meanwhile (two
+    /// transactions committing at once wait for each other's flushes). 1: calls never wait.
+    #[arg(long, env = "ACK_PARALLEL_ITEMS_MIN",
+          default_value_t = defaults::ACK_PARALLEL_ITEMS_MIN, value_parser = parse_positive_usize)]
+    pub ack_parallel_items_min: usize,
     /// Acknowledgements commit without waiting for their WAL to reach the disk
     /// (`synchronous_commit = off` for `/ack` and `/ack/batch` calls). Opt-in: an ack answered
     /// just before a database crash may be lost, and its messages are then delivered again

@@ -60,11 +60,12 @@ pub(crate) trait BatchOp: Send + Sync + 'static {
 }
 
 /// Batchers that defer small calls to each other: a member whose free slot has less than
-/// `parallel_weight_min` of weight waiting does not start a call while another member's call
-/// runs; it waits for that call to end, fusing what arrives meanwhile. Push lanes use it: at a
-/// light load two lanes' transactions committing at once wait for each other's flushes, one after
-/// the other they do not; under load every lane has enough waiting to run at once. A member that
-/// waited goes before one whose call just ended, so none is passed over for long.
+/// `parallel_weight_min` of weight waiting does not start a call while a call of the company runs
+/// (its own other slots' too); it waits for that call to end, fusing what arrives meanwhile. At a
+/// light load two transactions committing at once wait for each other's flushes, one after the
+/// other they do not; under load every member has enough waiting to run at once. Push lanes form
+/// one company, the ack calls another. A member that waited goes before one whose call just
+/// ended, so none is passed over for long.
 #[derive(Debug)]
 pub(crate) struct Company {
     parallel_weight_min: usize,
@@ -138,8 +139,8 @@ pub(crate) struct BatchSettings {
     /// Wait for more requests before sending, once a slot is free (`BATCH_HOLD_US`; pops
     /// `POP_HOLD_US`).
     pub(crate) hold: Duration,
-    /// The batchers this one defers small calls to (push lanes, `PUSH_PARALLEL_ITEMS_MIN`); a
-    /// member has one slot, so the calls its company counts while it dispatches are others'.
+    /// The batchers this one defers small calls to, its own other slots included: push lanes
+    /// (`PUSH_PARALLEL_ITEMS_MIN`), the ack calls (`ACK_PARALLEL_ITEMS_MIN`).
     pub(crate) company: Option<Arc<Company>>,
 }
 

@@ -121,7 +121,10 @@ impl Engine {
                     commit_async: config.ack_commit_async,
                 }),
                 db.clone(),
-                settings(config.db_calls_ack, config.batch_hold_us),
+                BatchSettings {
+                    company: Some(Company::new(config.ack_parallel_items_min)),
+                    ..settings(config.db_calls_ack, config.batch_hold_us)
+                },
                 metrics,
             ),
             extend: Batcher::start(

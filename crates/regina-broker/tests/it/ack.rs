@@ -394,3 +394,36 @@ async fn a_second_item_for_the_same_message_sees_the_first_ones_effect() {
     assert_eq!(again.data(), vec![json!(1), json!(2), json!(3)]);
     assert_eq!(again.messages()[0]["retryCount"], 1);
 }
+
+/// Ack calls that always take turns (`ACK_PARALLEL_ITEMS_MIN` above anything waiting: one call at
+/// a time) still answer and apply every acknowledgement of many concurrent consumers, none passed
+/// over: each consumer takes one message of its own partition under a lease and acks it, twenty
+/// times, and nothing is left to deliver.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ack_calls_that_take_turns_apply_every_consumers_acks() {
+    let (_b, api) = crate::support::start_with(|c| c.ack_parallel_items_min = 100_000).await;
+    for p in 0..16 {
+        let payloads: Vec<Value> = (0..20).map(|s| json!(s)).collect();
+        api.push_to("turns", &format!("p{p}"), &payloads).await;
+    }
+    let consumers: Vec<_> = (0..16)
+        .map(|p| {
+            let api = api.with_own_pool();
+            tokio::spawn(async move {
+                for s in 0..20 {
+                    let r = api
+                        .pop_partition("turns", &format!("p{p}"), "batch=1")
+                        .await;
+                    let got = r.messages();
+                    assert_eq!(got.len(), 1, "{r:?}");
+                    assert_eq!(got[0]["data"], json!(s), "in order, nothing redelivered");
+                    assert_ok(&api.ack_msg(&got[0], "completed").await, true);
+                }
+            })
+        })
+        .collect();
+    for consumer in consumers {
+        consumer.await.expect("consumer");
+    }
+    api.pop("turns", "batch=100").await.assert_empty("empty");
+}

@@ -606,3 +606,35 @@ fn a_member_that_has_not_waited_yields_to_one_that_has() {
     assert!(turns.take(true, false), "a full call goes beside it");
     assert_eq!((turns.running, turns.waiting), (2, 1));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_batcher_in_a_company_of_its_own_runs_a_second_small_call_after_the_first() {
+    let settings = |company| BatchSettings {
+        slots: 2,
+        requests_max: 100,
+        items_max: 100,
+        bytes_max: usize::MAX,
+        hold: Duration::ZERO,
+        company,
+    };
+    let mut h = Harness::start_with(settings(Some(Company::new(3))), gated());
+    let mut pending = vec![h.enqueue(req(1))];
+    assert_eq!(h.next_call().await, [1]);
+    pending.push(h.enqueue(req(2)));
+    assert!(
+        !h.call_pending().await,
+        "a free slot, but too little to run beside the first"
+    );
+    pending.push(h.enqueue(req(3)));
+    pending.push(h.enqueue(req(4)));
+    assert_eq!(
+        h.next_call().await,
+        [2, 3, 4],
+        "enough waiting: it runs beside the first"
+    );
+    h.db.open(2);
+    for answer in answers(pending).await {
+        answer.expect("answered");
+    }
+    assert_eq!(h.db.0.in_flight_max.load(Ordering::SeqCst), 2);
+}

@@ -1,0 +1,16 @@
+#!/bin/bash
+# alternating runs: shapes, rounds, configs name:ENV
+cd /work/main
+shapes=$1; rounds=$2; shift 2
+for r in $(seq ${FIRST:-1} $((${FIRST:-1} + rounds - 1))); do
+  for cfg in "$@"; do
+    name=${cfg%%:*}; envs=${cfg#*:}
+    args=()
+    for e in ${envs//,/ }; do [ "$e" = "-" ] || args+=(--broker-env "$e"); done
+    for shape in $shapes; do
+      log=/tmp/b/company/$shape-$name-$r.log
+      target/release/regina-bench run ${shape%%@*} --target broker --duration 20 ${RATE:+--rate $RATE} --out /tmp/b/company/out-$shape-$name-$r "${args[@]}" > $log 2>&1
+      echo "$(date +%T) $shape $name r$r: $(grep -o 'pushed [0-9]* msg/s\|push p50 [0-9.]* ms\|e2e p50 [0-9.]* ms p99 [0-9.]* ms p99.9 [0-9.]* ms\|pg cpu [0-9.]* µs/msg pushed\|lost [0-9]*' $log | tr '\n' ' ')"
+    done
+  done
+done
