@@ -453,8 +453,8 @@ pub struct Config {
           value_parser = parse_positive_usize)]
     pub push_split_items_min: usize,
     /// A push lane starts a call while another lane's call runs only with at least this many
-    /// items waiting; fewer wait for that call to end and fuse with what comes meanwhile (fewer
-    /// transactions at a light load). 1: lanes never wait for each other.
+    /// items waiting; fewer wait for that call to end and fuse with what comes meanwhile (two
+    /// transactions committing at once wait for each other's flushes). 1: lanes never wait.
     #[arg(long, env = "PUSH_PARALLEL_ITEMS_MIN",
           default_value_t = defaults::PUSH_PARALLEL_ITEMS_MIN, value_parser = parse_positive_usize)]
     pub push_parallel_items_min: usize,

@@ -609,15 +609,15 @@ fn a_member_that_has_not_waited_yields_to_one_that_has() {
 
 #[tokio::test(start_paused = true)]
 async fn a_batcher_in_a_company_of_its_own_runs_a_second_small_call_after_the_first() {
-    let settings = |company| BatchSettings {
+    let settings = BatchSettings {
         slots: 2,
         requests_max: 100,
         items_max: 100,
         bytes_max: usize::MAX,
         hold: Duration::ZERO,
-        company,
+        company: Some(Company::new(3)),
     };
-    let mut h = Harness::start_with(settings(Some(Company::new(3))), gated());
+    let mut h = Harness::start_with(settings, gated());
     let mut pending = vec![h.enqueue(req(1))];
     assert_eq!(h.next_call().await, [1]);
     pending.push(h.enqueue(req(2)));
