@@ -163,6 +163,18 @@ impl BatchOp for FakeOp {
     }
 }
 
+/// Settings of a batcher in these tests: no byte cap, no hold, no company.
+fn settings(slots: usize, requests_max: usize, items_max: usize) -> BatchSettings {
+    BatchSettings {
+        slots,
+        requests_max,
+        items_max,
+        bytes_max: usize::MAX,
+        hold: Duration::ZERO,
+        company: None,
+    }
+}
+
 /// A batcher on a fake database, and the feed of calls as they start.
 struct Harness {
     batcher: Arc<Batcher<FakeOp>>,
@@ -172,17 +184,7 @@ struct Harness {
 
 impl Harness {
     fn start(slots: usize, requests_max: usize, items_max: usize, script: Script) -> Harness {
-        Harness::start_with(
-            BatchSettings {
-                slots,
-                requests_max,
-                items_max,
-                bytes_max: usize::MAX,
-                hold: Duration::ZERO,
-                company: None,
-            },
-            script,
-        )
+        Harness::start_with(settings(slots, requests_max, items_max), script)
     }
 
     fn start_with(settings: BatchSettings, script: Script) -> Harness {
@@ -288,12 +290,8 @@ async fn a_call_carries_at_most_the_item_cap() {
 #[tokio::test(start_paused = true)]
 async fn a_call_carries_at_most_the_byte_cap() {
     let settings = BatchSettings {
-        slots: 1,
-        requests_max: 100,
-        items_max: 100,
         bytes_max: 1000,
-        hold: Duration::ZERO,
-        company: None,
+        ..settings(1, 100, 100)
     };
     let mut h = Harness::start_with(settings, gated());
     let mut pending = vec![h.enqueue(req(1))];
@@ -468,12 +466,8 @@ async fn departed_requesters_are_skipped_or_their_answers_handed_back() {
 async fn a_hold_fuses_the_requests_that_come_during_it() {
     let hold = Duration::from_millis(5);
     let settings = BatchSettings {
-        slots: 1,
-        requests_max: 100,
-        items_max: 100,
-        bytes_max: usize::MAX,
         hold,
-        company: None,
+        ..settings(1, 100, 100)
     };
     let mut h = Harness::start_with(settings, Script::default());
     let first = h.enqueue(req(1));
@@ -504,12 +498,8 @@ fn company_of_two(parallel_weight_min: usize) -> (Harness, Harness) {
     let member = || {
         Harness::start_with(
             BatchSettings {
-                slots: 1,
-                requests_max: 100,
-                items_max: 100,
-                bytes_max: usize::MAX,
-                hold: Duration::ZERO,
                 company: Some(company.clone()),
+                ..settings(1, 100, 100)
             },
             gated(),
         )
@@ -610,12 +600,8 @@ fn a_member_that_has_not_waited_yields_to_one_that_has() {
 #[tokio::test(start_paused = true)]
 async fn a_batcher_in_a_company_of_its_own_runs_a_second_small_call_after_the_first() {
     let settings = BatchSettings {
-        slots: 2,
-        requests_max: 100,
-        items_max: 100,
-        bytes_max: usize::MAX,
-        hold: Duration::ZERO,
         company: Some(Company::new(3)),
+        ..settings(2, 100, 100)
     };
     let mut h = Harness::start_with(settings, gated());
     let mut pending = vec![h.enqueue(req(1))];
