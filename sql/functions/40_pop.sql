@@ -693,15 +693,17 @@ $$;
 -- another consumer of the group holds that partition). Cursors that need only a read are claimed
 -- together (_pop_claim_set); the others (an expired lease to account, a delay, window or ttl)
 -- one by one (_pop_claim). The cost is an index range of the ready rows plus a few rows per
--- candidate: partitions without work for the group cost nothing. A round that finds fewer
--- candidates than it asked for is the last: the next would find none.
+-- candidate: partitions without work for the group cost nothing. Each round reads one row more
+-- than it takes: a round that finds none past its candidates is the last (the next would find
+-- none), and a request that runs out of slots or budget with one there knows more is due.
 --
 -- o_settled: every ready row of the group claimable now that this call's reads showed was
 -- claimed here, and none of them is claimable now any more (each was deleted, or waits for its
 -- lease to end). Only then is the group's earliest ready row, as far as this call knows, one
 -- after i_now (see o_quiet of _pop_one). o_due: a ready row of the group is known to be
--- claimable now: a claim here left one due (its partition has more), or a candidate was busy
--- (another consumer holds it, and its row was due when read).
+-- claimable now: a claim here left one due (its partition has more), a candidate was busy
+-- (another consumer holds it, and its row was due when read), or the request ran out of slots or
+-- budget with a due row read past its last round's candidates.
 --
 -- i_busy: partitions that earlier requests of the same call found busy for the group (another
 -- transaction held their cursors): they are passed over without trying their cursors again, and
@@ -770,6 +772,7 @@ declare
     v_leases_expired integer := 0;
     v_dead_lettered integer := 0;
     v_limit integer;
+    v_more boolean := false;
     v_all_gone boolean := i_after_at is null;
     -- One slot per element of i_leases, each with a budget of its own (see above).
     v_per_slot boolean := i_leases is not null;
@@ -799,10 +802,19 @@ begin
     while i_budget > 0 and cardinality(o_claimed) < i_slots loop
         v_limit := case when v_per_slot then i_slots - cardinality(o_claimed)
                         else least(i_slots - cardinality(o_claimed), i_budget) end;
+        -- One row more than the round takes: when it is there, more is due than this request
+        -- claims, which the quiet answer needs to know (see o_due) and could otherwise learn
+        -- only by a read from the front of the line, past the index entries of every row that
+        -- claims deleted or moved lately.
         v_ready := regina._ready_candidates(i_q.id, i_group, i_now, v_after_at, v_after_id,
-                                           i_busy, v_limit);
+                                           i_busy, v_limit + 1);
         v_candidates := v_ready.o_partition_ids;
         v_eligible_ats := v_ready.o_eligible_ats;
+        v_more := cardinality(v_candidates) > v_limit;
+        if v_more then
+            v_candidates := v_candidates[1:v_limit];
+            v_eligible_ats := v_eligible_ats[1:v_limit];
+        end if;
         if cardinality(v_candidates) = 0 then
             o_settled := v_all_gone;
             exit;
@@ -928,11 +940,14 @@ begin
             o_after_at := v_after_at;
             o_after_id := v_after_id;
         end if;
-        if cardinality(v_candidates) < v_limit then
+        -- No row past the round's candidates: the round read every row due, and is the last.
+        if not v_more then
             o_settled := v_all_gone;
             exit;
         end if;
     end loop;
+    -- The slots or the budget ran out with a due row left past the last round's candidates.
+    o_due := o_due or v_more;
     if cardinality(o_messages) > 0 or v_expired > 0 or v_leases_expired > 0 then
         o_event := json_build_object(
             'queue', i_q.name, 'delivered', cardinality(o_messages),
