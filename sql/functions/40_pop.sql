@@ -448,11 +448,15 @@ declare
     v_whole boolean;
 begin
     -- The outer `limit` stops the nested loop once the budget is taken: later cursors are not read.
-    select coalesce(array_agg(x.message order by x.ord, x.seq), '{}'),
-           coalesce(array_agg(x.partition_id order by x.ord, x.seq), '{}'),
-           coalesce(array_agg(x.seq order by x.ord, x.seq), '{}'),
-           array_agg(x.first_age_ms order by x.ord, x.seq) filter (where x.first_age_ms is not null),
-           array_agg(x.name order by x.ord, x.seq), array_agg(x.uuid order by x.ord, x.seq)
+    -- The rows come in claim order, each cursor's messages by offset: the nested loop walks the
+    -- cursors in array order and reads each partition's messages by its primary key, and no
+    -- plan can do otherwise (a lateral subquery with a `limit` is the inner side of a nested
+    -- loop). The aggregates keep that order; an `order by` in each would sort the same rows six
+    -- times over, and set up a sort for each at every call.
+    select coalesce(array_agg(x.message), '{}'), coalesce(array_agg(x.partition_id), '{}'),
+           coalesce(array_agg(x.seq), '{}'),
+           array_agg(x.first_age_ms) filter (where x.first_age_ms is not null),
+           array_agg(x.name), array_agg(x.uuid)
     into o_messages, v_partitions, v_seqs, o_first_ages_ms, v_names, v_uuids
     from (select c.ordinality as ord, c.partition_id, m.seq, p.name, p.uuid,
                  case when m.for_group is null and m.seq > coalesce(c.lease_end_seq, -1)
@@ -635,8 +639,8 @@ create or replace function regina._ready_candidates(i_queue_id bigint, i_group t
                                                     out o_eligible_ats timestamptz[])
 language plpgsql set enable_bitmapscan = off set enable_sort = off set jit = off as $$
 begin
-    select coalesce(array_agg(r.partition_id order by r.eligible_at, r.partition_id), '{}'),
-           coalesce(array_agg(r.eligible_at order by r.eligible_at, r.partition_id), '{}')
+    -- (The aggregates keep the order of the subquery's index scan, without a sort each.)
+    select coalesce(array_agg(r.partition_id), '{}'), coalesce(array_agg(r.eligible_at), '{}')
     into o_partition_ids, o_eligible_ats
     from (select rr.partition_id, rr.eligible_at from regina.ready rr
           where rr.queue_id = i_queue_id and rr.consumer_group = i_group
