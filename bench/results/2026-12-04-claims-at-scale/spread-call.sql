@@ -1,0 +1,3 @@
+\set base random(0, 99899)
+select count(*) from regina.push_text((select jsonb_agg(jsonb_build_object('queue', 'hpq', 'partition', 'p' || (:base + i), 'transactionId', gen_random_uuid(), 'messageId', gen_random_uuid())) from generate_series(0, 99) i), (select json_agg(json_build_object('message', 'Hello World', 'n', i)) from generate_series(0, 99) i));
+select count(*) from regina.pop_text('[{"queue": "hpq", "partition": null, "namespace": null, "task": null, "consumerGroup": "drain", "batch": 100, "partitions": 100, "autoAck": true, "subscriptionMode": null, "subscriptionFrom": null, "leaseId": null, "quiet": true}]');
