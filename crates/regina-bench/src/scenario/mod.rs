@@ -378,10 +378,12 @@ pub async fn run(
     let mut consumers = Vec::new();
     for group in &plan.groups {
         for _ in 0..group.consumers {
+            let number = consumers.len() as u64;
             consumers.push(tokio::spawn(workers::consumer(
                 Arc::clone(&shared),
                 target.session(),
                 group.clone(),
+                number,
             )));
         }
     }

@@ -154,7 +154,9 @@ pub async fn producer_once(shared: &Arc<Shared>, session: &mut Session, index: u
 }
 
 /// A consumer of `group`: pops, records, acks (or fails, or forwards) until told to stop.
-pub async fn consumer(shared: Arc<Shared>, mut session: Session, group: GroupPlan) {
+/// `number` tells it from the run's other consumers: an injected failure is drawn per delivery,
+/// from the message, the consumer and how many deliveries it handled.
+pub async fn consumer(shared: Arc<Shared>, mut session: Session, group: GroupPlan, number: u64) {
     let plan = &shared.plan;
     let key = group.key();
     let pop = Pop {
@@ -221,8 +223,12 @@ pub async fn consumer(shared: Arc<Shared>, mut session: Session, group: GroupPla
                 continue;
             }
             attempt += 1;
+            // Keyed by the consumer too: consumers that handled as many deliveries would
+            // otherwise draw alike, and a message failed by one would fail again at the next
+            // whose count stood at the same value (three in a row: dead-lettered).
             let fail = *poison
-                || (group.fail_ratio > 0.0 && hash01(s.lane, s.seq, attempt) < group.fail_ratio);
+                || (group.fail_ratio > 0.0
+                    && hash01(s.lane, s.seq, number << 32 | attempt) < group.fail_ratio);
             let ack = Ack {
                 transaction_id: d.transaction_id.clone(),
                 partition_id: d.partition_id.clone(),
