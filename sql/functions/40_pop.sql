@@ -132,7 +132,10 @@ $$;
 -- against 2.8 µs written this way, and a `json` value made from text is parsed again to be
 -- checked. Every text field goes through to_json's escapes; the payload is stored JSON, written
 -- as stored. i_key_id: the payload's key when it is sealed (`payloadKeyId`, which the broker
--- opens), else null.
+-- opens), else null. One `concat` rather than a chain of `||`: the text is the same (no argument
+-- is ever null but the key's, which `concat` leaves out), and a statement that inlines this sets
+-- its expression up at every execution, where one call of many arguments is less to set up than
+-- 28 calls of two (a claim set's read, messages or none: about 4 µs less).
 create or replace function regina._message_text(i_id uuid, i_transaction_id text,
                                                 i_trace_id text, i_payload json,
                                                 i_producer_sub text, i_created_at timestamptz,
@@ -141,20 +144,20 @@ create or replace function regina._message_text(i_id uuid, i_transaction_id text
                                                 i_retry_count integer, i_key_id text)
 returns text
 language sql stable parallel safe as $$
-    select '{"id":"' || i_id || '","transactionId":' || regina._json_text(i_transaction_id)
-           || ',"traceId":' || regina._json_text(i_trace_id)
-           || ',"data":' || coalesce(i_payload::text, 'null')
-           || ',"producerSub":' || regina._json_text(i_producer_sub)
-           || ',"createdAt":"' || regina._ts_us(i_created_at)
-           || '","partitionId":"' || i_partition_uuid
-           || '","partition":' || regina._json_text(i_partition)
-           || ',"queue":' || regina._json_text(i_queue)
-           || ',"leaseId":' || regina._json_text(i_lease)
-           || ',"consumerGroup":' || regina._json_text(i_group)
-           || ',"retryCount":' || coalesce(i_retry_count, 0)
-           || case when i_key_id is null then ''
-                   else ',"payloadKeyId":' || regina._json_text(i_key_id) end
-           || '}'
+    select concat('{"id":"', i_id, '","transactionId":', regina._json_text(i_transaction_id),
+                  ',"traceId":', regina._json_text(i_trace_id),
+                  ',"data":', coalesce(i_payload::text, 'null'),
+                  ',"producerSub":', regina._json_text(i_producer_sub),
+                  ',"createdAt":"', regina._ts_us(i_created_at),
+                  '","partitionId":"', i_partition_uuid,
+                  '","partition":', regina._json_text(i_partition),
+                  ',"queue":', regina._json_text(i_queue),
+                  ',"leaseId":', regina._json_text(i_lease),
+                  ',"consumerGroup":', regina._json_text(i_group),
+                  ',"retryCount":', coalesce(i_retry_count, 0),
+                  case when i_key_id is not null
+                       then ',"payloadKeyId":' || regina._json_text(i_key_id) end,
+                  '}')
 $$;
 
 select regina._drop_outdated('regina._pop_read(regina.cursors, regina.queues, regina.partitions, '
@@ -992,13 +995,13 @@ create or replace function regina._pop_answer(i_queue text, i_partition text,
                                               i_claimed integer, i_messages text[])
 returns text
 language sql stable parallel safe as $$
-    select '{"success":true,"queue":' || regina._json_text(i_queue)
-           || ',"partition":' || regina._json_text(i_partition)
-           || ',"partitionId":' || regina._json_text(i_partition_uuid::text)
-           || ',"leaseId":' || regina._json_text(i_lease)
-           || ',"consumerGroup":' || regina._json_text(i_group)
-           || ',"partitionsClaimed":' || coalesce(i_claimed, 0)
-           || ',"messages":[' || array_to_string(i_messages, ',') || ']}'
+    select concat('{"success":true,"queue":', regina._json_text(i_queue),
+                  ',"partition":', regina._json_text(i_partition),
+                  ',"partitionId":', regina._json_text(i_partition_uuid::text),
+                  ',"leaseId":', regina._json_text(i_lease),
+                  ',"consumerGroup":', regina._json_text(i_group),
+                  ',"partitionsClaimed":', coalesce(i_claimed, 0),
+                  ',"messages":[', array_to_string(i_messages, ','), ']}')
 $$;
 
 create or replace function regina._pop_one(i_req regina.pop_request, i_now timestamptz,
