@@ -191,19 +191,25 @@ declare
     v_created timestamptz;
     v_inserted boolean;
 begin
-    -- The batch path's locks, in its order (_push_lock: the table, then the row), the row taken
-    -- by the lookup itself: the partition's next offset as the row lock holds it, which no other
-    -- push can take meanwhile. An item that needs more (see above) or a partition deleted
-    -- meanwhile takes the batch path.
-    lock table regina.partitions in row exclusive mode;
-    select q.id, q.delayed_processing_seconds, p.id, p.uuid, p.next_seq,
-           greatest(i_now, p.last_created_at)
-    into v_queue_id, v_delay, v_partition_id, v_partition_uuid, v_seq, v_created
+    select q.id, q.delayed_processing_seconds, p.id, p.uuid
+    into v_queue_id, v_delay, v_partition_id, v_partition_uuid
     from regina.queues q
     join regina.partitions p on p.queue_id = q.id and p.name = v_e.partition
     where q.name = v_e.queue and q.max_size <= 0
-      and (not q.encryption_enabled or v_e."payloadKeyId" is not null)
-    for no key update of p;
+      and (not q.encryption_enabled or v_e."payloadKeyId" is not null);
+    if not found then
+        return null;
+    end if;
+    -- The batch path's locks, in its order (_push_lock: the table, then the row), and the
+    -- partition's next offset as the row lock holds it: no other push can take it meanwhile. A
+    -- partition deleted meanwhile takes the batch path. The lookup above takes no lock: a push
+    -- this path does not serve must not hold the table when the batch path waits for a capped
+    -- queue's capacity lock (a subscription waiting for the table in share mode would hold up
+    -- the capacity lock's holder behind it until the deadlock check reorders them).
+    lock table regina.partitions in row exclusive mode;
+    select p.next_seq, greatest(i_now, p.last_created_at) into v_seq, v_created
+    from regina.partitions p where p.id = v_partition_id
+    for no key update;
     if not found then
         return null;
     end if;
