@@ -1283,6 +1283,152 @@ begin
 end
 $$;
 
+-- A pop call of one request, in the plain case, with as few statements as it takes: a request
+-- naming one queue but no partition, for one partition (`partitions` 1), on a queue without
+-- delay, window or ttl that the group is subscribed to, whose first claimable partition has a
+-- cursor nobody holds, without a lease, a pending retry or settled marks ahead, and with
+-- messages for the group. Or, the other plain case, a request that finds no claimable partition.
+-- It answers what regina._pop_one answers for that request, with the same writes: the result,
+-- the events, the quiet (o_quiet of _pop_one), as the one-request path of _pop_one ->
+-- _pop_claim_many -> _pop_claim_set would, in six statements or fewer against about twelve and
+-- seven calls of functions there, each statement set up at every execution
+-- (docs/benchmarks.md). Null o_result: not the plain case, and nothing written (the caller
+-- takes the general path, which may find the cursor locked by this transaction already).
+-- Its reads of the ready rows go in claim order without bitmaps or sorts, as
+-- regina._ready_candidates and regina._ready_next do (see there).
+create or replace function regina._pop_lone(i_req regina.pop_request, i_now timestamptz,
+                                            out o_result text, out o_events json,
+                                            out o_quiet text)
+language plpgsql set enable_bitmapscan = off set enable_sort = off set jit = off as $$
+declare
+    v_group text := coalesce(nullif(i_req."consumerGroup", ''), '__QUEUE_MODE__');
+    v_auto boolean := coalesce(i_req."autoAck", false);
+    v_lease uuid := case when v_auto then null else i_req."leaseId" end;
+    v_budget integer := coalesce(i_req.batch, 1);
+    v_q record;
+    v_ids bigint[];
+    v_read record;
+    v_c regina.cursors;
+    v_count integer;
+    v_head bigint;
+    v_expires timestamptz;
+    v_left integer := 0;
+    v_next timestamptz;
+begin
+    if i_req.queue is null or nullif(i_req.partition, '') is not null
+       or coalesce(i_req.partitions, 1) <> 1 or v_budget < 1 then
+        return;
+    end if;
+    select q.id, q.name, q.lease_time,
+           q.window_buffer_seconds = 0 and q.ttl_seconds = 0
+               and q.delayed_processing_seconds = 0 as plain,
+           (select true from regina.subscriptions s
+            where s.queue_id = q.id and s.consumer_group = v_group) as subscribed
+    into v_q
+    from regina.queues q where q.name = i_req.queue;
+    if not found or not v_q.plain or v_q.subscribed is null then
+        return;
+    end if;
+    -- The first two claimable ready rows: the first is the candidate, a second one means more
+    -- is due than this request claims (o_due of _pop_claim_many).
+    v_ids := array(select r.partition_id from regina.ready r
+                   where r.queue_id = v_q.id and r.consumer_group = v_group
+                     and r.eligible_at <= i_now
+                   order by r.eligible_at, r.partition_id
+                   limit 2);
+    if cardinality(v_ids) = 0 then
+        -- Nothing is claimable: every row due was settled (none was read), so the earliest is
+        -- after i_now, and it is when the group may have work again.
+        v_next := regina._ready_next(v_q.id, v_group, i_now);
+        if i_req.quiet then
+            o_quiet := coalesce(regina._ts_us(v_next), 'infinity');
+        end if;
+        o_result := json_build_object('empty', 'empty', 'wakeAt', regina._ts_us(v_next))::text;
+        return;
+    end if;
+    -- The candidate's cursor, locked without waiting, its partition and up to the budget of its
+    -- head's messages for the group, in offset order (the nested loop reads them by the primary
+    -- key and the aggregates keep that order, as in _pop_claim_set).
+    select c.cur, p.name, p.uuid, m.texts, m.last, m.n, m.ages
+    into v_read
+    from (select cc as cur from regina.cursors cc
+          where cc.partition_id = v_ids[1] and cc.consumer_group = v_group
+          for update skip locked) c
+    cross join lateral (select pp.name, pp.uuid from regina.partitions pp
+                        where pp.id = (c.cur).partition_id) p
+    cross join lateral (
+        select array_agg(regina._message_text(
+                   h.id, h.transaction_id, h.trace_id, h.payload, h.producer_sub, h.created_at,
+                   p.uuid, p.name, v_q.name, coalesce(v_lease::text, ''), v_group,
+                   case when h.rn = 1 then (c.cur).head_attempts else 0 end,
+                   h.payload_key_id)) as texts,
+               max(h.seq) as last, count(*)::integer as n,
+               array_agg(greatest(date_part('epoch', i_now - h.created_at) * 1000, 0))
+                   filter (where h.for_group is null
+                                 and h.seq > coalesce((c.cur).lease_end_seq, -1)) as ages
+        from (select mm.*, row_number() over (order by mm.seq) as rn
+              from (select x.* from regina.messages x
+                    where x.partition_id = (c.cur).partition_id
+                      and x.seq >= (c.cur).next_seq and x.seq <> all ((c.cur).marks)
+                      and (x.for_group is null or x.for_group = v_group)
+                    order by x.seq
+                    limit v_budget) mm) h) m;
+    v_c := v_read.cur;
+    -- No cursor (busy, or none yet), or one that needs more than a read, or a head with nothing
+    -- to deliver (at the partition's end, or behind what retention removed): the general path.
+    if not found or v_c.lease_active or v_c.retry_after > i_now or cardinality(v_c.marks) > 0
+       or v_read.last is null then
+        return;
+    end if;
+    v_count := v_read.n;
+    if v_auto then
+        -- Fewer than the budget: the read went to the partition's end. Else the head moves past
+        -- what follows for other groups only (_advance).
+        v_head := case when v_count < v_budget then v_read.last + 1
+                       else regina._advance(v_c.partition_id, v_read.last + 1, '{}', v_group) end;
+        update regina.cursors c
+        set next_seq = v_head, marks = '{}', head_attempts = 0, head_error = null,
+            total_consumed = c.total_consumed + v_count,
+            batches_consumed = c.batches_consumed + 1, last_consumed_at = i_now,
+            last_claim_at = i_now
+        where c.partition_id = v_c.partition_id and c.consumer_group = v_group;
+        -- The ready row as _ready_sync leaves it: deleted when the head reached the partition's
+        -- end, under the partition's share lock (a push holding it has more for the group), else
+        -- claimable now at the back of the line.
+        with drained as (select pp.id from regina.partitions pp
+                         where pp.id = v_c.partition_id and pp.next_seq <= v_head
+                         for share skip locked),
+             gone as (delete from regina.ready r using drained d
+                      where r.partition_id = d.id and r.consumer_group = v_group)
+        update regina.ready r set eligible_at = i_now
+        where r.partition_id = v_c.partition_id and r.consumer_group = v_group
+          and not exists (select 1 from drained);
+        get diagnostics v_left = row_count;
+    else
+        v_expires := i_now + v_q.lease_time * interval '1 second';
+        with leased as (update regina.cursors c
+                        set lease_id = v_lease, lease_active = true,
+                            lease_expires_at = v_expires, lease_end_seq = v_read.last,
+                            lease_marks = '{}', last_claim_at = i_now
+                        where c.partition_id = v_c.partition_id
+                          and c.consumer_group = v_group)
+        update regina.ready r set eligible_at = v_expires
+        where r.partition_id = v_c.partition_id and r.consumer_group = v_group;
+    end if;
+    o_events := array_to_json(array[json_build_object(
+                    'queue', v_q.name, 'delivered', v_count,
+                    'firstAgesMs', case when cardinality(v_read.ages) > 0 then v_read.ages end,
+                    'expired', 0, 'leasesExpired', 0, 'deadLettered', 0)]);
+    -- Quiet only when no row is due: none past the candidate, and the claimed one not due again.
+    if i_req.quiet and cardinality(v_ids) = 1 and v_left = 0 then
+        o_quiet := coalesce(regina._ts_us(regina._ready_next(v_q.id, v_group, i_now)),
+                            'infinity');
+    end if;
+    o_result := regina._pop_answer(v_q.name, v_read.name, v_read.uuid,
+                                   coalesce(v_lease::text, ''), v_group, 1, v_read.texts);
+end
+$$;
+
 -- Pop requests of one fused batch, served in arrival order in one transaction: one row per
 -- request, its result (§3.4 body or `{empty, wakeAt}`) as JSON text, its events and its quiet
 -- (see _pop_one). What the broker calls: it reads the result as text and sends it on, so nothing
@@ -1339,6 +1485,18 @@ begin
     end if;
     if v_claims_only then
         perform set_config('synchronous_commit', 'off', true);
+    end if;
+    -- A call of one request, in the plain case: answered in a few statements (_pop_lone).
+    if cardinality(v_reqs) = 1 then
+        v_one := regina._pop_lone(v_reqs[1], v_now);
+        if v_one.o_result is not null then
+            idx := 0;
+            result := v_one.o_result;
+            events := v_one.o_events;
+            quiet := v_one.o_quiet;
+            return next;
+            return;
+        end if;
     end if;
     while v_i <= cardinality(v_reqs) loop
         v_req := v_reqs[v_i];

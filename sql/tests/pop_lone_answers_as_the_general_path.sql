@@ -1,0 +1,267 @@
+-- A pop call of one request in the plain case is answered by regina._pop_lone in a few
+-- statements; it must answer exactly as the general path (regina._pop_one) would: the same
+-- result text, events and quiet, and the same cursors and ready rows after. Where it is not the
+-- plain case it must decline before writing anything.
+--
+-- A random walk of pushes, pops (autoAck and leases, batches that cut partitions and ones that
+-- drain them, quiet or not), acks that complete or fail, leases left to expire, and requeued
+-- dead letters, over a few partitions and two groups. Each pop first runs the general path in a
+-- subtransaction that is then undone, then _pop_lone for real, and compares the two; where
+-- _pop_lone declines, the state must be as before and the general path runs for real. The walk
+-- must have gone through every case that matters, on both paths. And regina.pop_text takes this
+-- path for a call of one request.
+
+-- regina.pop_text answers a call of one plain request by _pop_lone alone, and a call of two by
+-- the general path. (First in the file: a PL/pgSQL call site decides once per transaction whether
+-- it counts its calls, as it first runs.)
+set track_functions = 'pl';
+do $$
+declare
+    t timestamptz := '2026-07-01T00:00:00Z';
+begin
+    perform regina.configure('{"queue":"lw"}');
+    perform pg_temp.push_numbered('lw', 'p', 'w-', 1, 3, t);
+    perform regina.pop('[{"queue":"lw","consumerGroup":"g","autoAck":true}]', t);
+    perform regina.pop('[{"queue":"lw","consumerGroup":"g","autoAck":true}]', t);
+    perform regina.pop('[{"queue":"lw","consumerGroup":"g","autoAck":true}]', t);
+end
+$$;
+do $$
+declare
+    v_lone bigint := (select f.calls from pg_stat_xact_user_functions f
+                      where f.schemaname = 'regina' and f.funcname = '_pop_lone');
+    v_one bigint := (select f.calls from pg_stat_xact_user_functions f
+                     where f.schemaname = 'regina' and f.funcname = '_pop_one');
+    v_got jsonb;
+begin
+    -- The first call subscribed (the general path after a decline); the next two were plain.
+    assert v_lone = 3 and v_one = 1, format('one-request calls: %s lone, %s general', v_lone, v_one);
+    perform pg_temp.push_numbered('lw', 'p', 'x-', 1, 2, '2026-07-01T00:00:01Z');
+    v_got := (select jsonb_agg(p.result) from regina.pop(
+                  '[{"queue":"lw","consumerGroup":"g","autoAck":true,"batch":2},
+                    {"queue":"lw","consumerGroup":"h","autoAck":true}]',
+                  '2026-07-01T00:00:02Z') p);
+    assert (select f.calls from pg_stat_xact_user_functions f
+            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 3,
+        'a call of two requests does not take it';
+    assert v_got -> 0 -> 'messages' -> 1 ->> 'transactionId' = 'x-2', format('served: %s', v_got);
+end
+$$;
+reset track_functions;
+
+-- The cursors and ready rows of a queue.
+create function pg_temp.lone_state(i_queue text) returns jsonb
+language sql as $$
+    select jsonb_build_object(
+        'cursors', (select jsonb_agg(to_jsonb(c) order by c.partition_id, c.consumer_group)
+                    from regina.cursors c join regina.queues q on q.id = c.queue_id
+                    where q.name = i_queue),
+        'ready', (select jsonb_agg(to_jsonb(r) order by r.partition_id, r.consumer_group)
+                  from regina.ready r join regina.queues q on q.id = r.queue_id
+                  where q.name = i_queue))
+$$;
+
+-- One pop request at i_now, compared as said above. o_path: 'lone' or 'general'.
+create function pg_temp.pop_compared(i_req jsonb, i_now timestamptz,
+                                     out o_path text, out o_result jsonb, out o_quiet text)
+language plpgsql as $$
+declare
+    v_req regina.pop_request := jsonb_populate_record(null::regina.pop_request, i_req);
+    v_before jsonb := pg_temp.lone_state(v_req.queue);
+    v_general record;
+    v_general_state jsonb;
+    v_lone record;
+    v_again record;
+begin
+    begin
+        v_general := regina._pop_one(v_req, i_now, '{}', null, null);
+        v_general_state := pg_temp.lone_state(v_req.queue);
+        raise exception 'undo the general path';
+    exception when raise_exception then
+        if sqlerrm <> 'undo the general path' then
+            raise;
+        end if;
+    end;
+    assert pg_temp.lone_state(v_req.queue) is not distinct from v_before, 'the undo undid it';
+    v_lone := regina._pop_lone(v_req, i_now);
+    if v_lone.o_result is null then
+        assert v_lone.o_events is null and v_lone.o_quiet is null,
+            format('a decline answers nothing: %s', v_lone);
+        assert pg_temp.lone_state(v_req.queue) is not distinct from v_before,
+            format('a decline writes nothing: %s', i_req);
+        v_again := regina._pop_one(v_req, i_now, '{}', null, null);
+        assert v_again.o_result = v_general.o_result
+               and v_again.o_events::text is not distinct from v_general.o_events::text
+               and v_again.o_quiet is not distinct from v_general.o_quiet,
+            format('the general path answers the same again: %s then %s', v_general, v_again);
+        o_path := 'general';
+        o_result := v_again.o_result::jsonb;
+        o_quiet := v_again.o_quiet;
+        return;
+    end if;
+    assert v_lone.o_result = v_general.o_result,
+        format('%s at %s: the same result text: lone %s, general %s', i_req, i_now,
+               v_lone.o_result, v_general.o_result);
+    assert v_lone.o_events::text is not distinct from v_general.o_events::text,
+        format('%s: the same events: lone %s, general %s', i_req, v_lone.o_events,
+               v_general.o_events);
+    assert v_lone.o_quiet is not distinct from v_general.o_quiet,
+        format('%s at %s: the same quiet: lone %s, general %s', i_req, i_now, v_lone.o_quiet,
+               v_general.o_quiet);
+    assert pg_temp.lone_state(v_req.queue) is not distinct from v_general_state,
+        format('%s at %s: the same cursors and ready rows: lone %s, general %s', i_req, i_now,
+               pg_temp.lone_state(v_req.queue), v_general_state);
+    o_path := 'lone';
+    o_result := v_lone.o_result::jsonb;
+    o_quiet := v_lone.o_quiet;
+end
+$$;
+
+do $$
+declare
+    t timestamptz := '2026-05-01T00:00:00Z';
+    v_step integer;
+    v_group text;
+    v_auto boolean;
+    v_req jsonb;
+    v_lease uuid;
+    v_got record;
+    v_m jsonb;
+    v_seen text[] := '{}';
+    v_dead record;
+    v_mark record;
+    v_n integer := 0;
+begin
+    perform setseed(0.27);
+    perform regina.configure('{"queue":"lq","options":{"leaseTime":20,"retryLimit":1}}');
+    -- Both groups subscribe on the first pop, which the general path serves.
+    foreach v_group in array array['auto', 'lease'] loop
+        v_got := pg_temp.pop_compared(jsonb_build_object('queue', 'lq', 'consumerGroup', v_group,
+                                                         'autoAck', v_group = 'auto'), t);
+        assert v_got.o_path = 'general', format('a first contact takes the general path: %s', v_got);
+    end loop;
+
+    for v_step in 1 .. 600 loop
+        t := t + (random() * 1500)::integer * interval '1 ms';
+        if random() < 0.35 then
+            perform pg_temp.push_numbered('lq', 'p' || (1 + (random() * 4)::integer), 's' || v_step || '-',
+                                          1, 1 + (random() * 2)::integer, t);
+            continue;
+        end if;
+        if v_step % 60 = 0 then
+            -- A dead letter requeued for its group: a delivery for that group only.
+            select d.* into v_dead from regina.dead_letters d order by d.id limit 1;
+            if found then
+                perform regina.message_requeue(
+                    (select p.uuid::text from regina.partitions p where p.id = v_dead.partition_id),
+                    v_dead.transaction_id, v_dead.consumer_group, t);
+                v_seen := v_seen || 'requeued'::text;
+            end if;
+        end if;
+        if v_step % 25 = 0 then
+            -- A message behind the head dead-lettered by hand: a settled mark ahead of the head.
+            select p.uuid::text as pid, m.transaction_id into v_mark
+            from regina.cursors c
+            join regina.partitions p on p.id = c.partition_id
+            join regina.messages m on m.partition_id = c.partition_id and m.seq > c.next_seq
+            where c.consumer_group = 'auto' and not c.lease_active
+            order by m.seq desc limit 1;
+            if found then
+                perform regina.message_dead_letter(v_mark.pid, v_mark.transaction_id, 'auto',
+                                                   'by hand', t);
+                if exists (select 1 from regina.cursors c
+                           where c.consumer_group = 'auto' and cardinality(c.marks) > 0) then
+                    v_seen := v_seen || 'marked'::text;
+                end if;
+            end if;
+        end if;
+        v_auto := random() < 0.5;
+        v_group := case when v_auto then 'auto' else 'lease' end;
+        v_lease := gen_random_uuid();
+        v_req := jsonb_build_object('queue', 'lq', 'consumerGroup', v_group, 'autoAck', v_auto,
+                                    'batch', 1 + (random() * 3)::integer, 'partitions', 1,
+                                    'leaseId', v_lease, 'quiet', random() < 0.7);
+        v_got := pg_temp.pop_compared(v_req, t);
+        v_n := v_n + 1;
+        v_seen := v_seen || (v_got.o_path || case when v_got.o_result ? 'messages'
+                                                   then '-delivered' else '-empty' end
+                                           || case when v_auto then '-auto' else '-lease' end);
+        if v_got.o_path = 'lone' and (v_req ->> 'quiet')::boolean then
+            v_seen := v_seen || ('lone-quiet-' || case when v_got.o_quiet is null then 'null'
+                                                       when v_got.o_quiet = 'infinity'
+                                                       then 'infinity' else 'at' end);
+        end if;
+        if v_got.o_path = 'lone' then
+            if v_got.o_result ? 'messages' then
+                for v_m in select * from jsonb_array_elements(v_got.o_result -> 'messages') loop
+                    if (v_m ->> 'retryCount')::integer > 0 then
+                        v_seen := v_seen || 'lone-retry'::text;
+                    end if;
+                    if exists (select 1 from regina.messages x
+                               where x.transaction_id = v_m ->> 'transactionId'
+                                 and x.for_group is not null) then
+                        v_seen := v_seen || 'lone-requeued'::text;
+                    end if;
+                end loop;
+            end if;
+        end if;
+        -- A lease: acked whole, acked in part (the rest waits for the lease's end), failed, or
+        -- left to expire.
+        if not v_auto and v_got.o_result ? 'messages' then
+            for v_m in select * from jsonb_array_elements(v_got.o_result -> 'messages') loop
+                continue when random() < 0.25;
+                perform regina.ack(jsonb_build_array(jsonb_build_object(
+                            'transactionId', v_m ->> 'transactionId',
+                            'partitionId', v_m ->> 'partitionId', 'leaseId', v_lease,
+                            'status', case when random() < 0.3 then 'failed' else 'completed' end)),
+                        t);
+            end loop;
+        end if;
+    end loop;
+
+    -- Every case that matters came up, on the path meant for it.
+    assert array['lone-delivered-auto', 'lone-delivered-lease', 'lone-empty-auto',
+                 'lone-empty-lease', 'general-delivered-lease', 'lone-quiet-null',
+                 'lone-quiet-infinity', 'lone-quiet-at', 'lone-retry', 'lone-requeued',
+                 'requeued', 'marked', 'general-delivered-auto'] <@ v_seen,
+        format('the walk went through every case: %s',
+               (select jsonb_object_agg(s, n) from (select s, count(*) as n from unnest(v_seen) s
+                                                     group by s) x));
+    assert (select count(*) from unnest(v_seen) s where s like 'lone-%-%') > v_n / 2,
+        format('most pops are plain: %s of %s', (select count(*) from unnest(v_seen) s
+                                                 where s like 'lone-%-%'), v_n);
+end
+$$;
+
+-- A lease in flight past its end, a ttl queue, a missing cursor: the general path, whose answer
+-- pop_compared checks is the same as before _pop_lone declined.
+do $$
+declare
+    t timestamptz := '2026-06-01T00:00:00Z';
+    v_got record;
+begin
+    perform regina.configure('{"queue":"lt","options":{"leaseTime":10,"ttl":3600}}');
+    perform regina.configure('{"queue":"ll","options":{"leaseTime":10}}');
+    perform regina.pop('[{"queue":"lt","consumerGroup":"g"},{"queue":"ll","consumerGroup":"g"}]', t);
+    perform pg_temp.push_numbered('lt', 'p', 'lt-', 1, 2, t);
+    perform pg_temp.push_numbered('ll', 'p', 'll-', 1, 2, t);
+    v_got := pg_temp.pop_compared('{"queue":"lt","consumerGroup":"g","autoAck":true}', t);
+    assert v_got.o_path = 'general' and v_got.o_result ? 'messages',
+        format('a ttl queue takes the general path: %s', v_got);
+    v_got := pg_temp.pop_compared('{"queue":"ll","consumerGroup":"g","autoAck":true}', t);
+    assert v_got.o_path = 'general' and v_got.o_result ? 'messages',
+        format('a new cursor is made by the general path: %s', v_got);
+    v_got := pg_temp.pop_compared(
+        '{"queue":"ll","consumerGroup":"g","leaseId":"0196a000-0000-7000-8000-00000000c001"}', t);
+    assert v_got.o_path = 'lone' and v_got.o_result ? 'messages', format('a lease: %s', v_got);
+    v_got := pg_temp.pop_compared(
+        '{"queue":"ll","consumerGroup":"g","leaseId":"0196a000-0000-7000-8000-00000000c002","quiet":true}',
+        t + interval '11 seconds');
+    assert v_got.o_path = 'general' and (v_got.o_result -> 'messages' -> 0 ->> 'retryCount') = '1',
+        format('an expired lease is accounted by the general path: %s', v_got);
+    v_got := pg_temp.pop_compared(
+        '{"queue":"nope","consumerGroup":"g","autoAck":true}', t);
+    assert v_got.o_path = 'general' and v_got.o_result ->> 'empty' = 'queue_not_found',
+        format('an unknown queue: %s', v_got);
+end
+$$;
