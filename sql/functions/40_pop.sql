@@ -1283,41 +1283,57 @@ begin
 end
 $$;
 
--- A pop call of one request, in the plain case, with as few statements as it takes: a request
--- naming one queue but no partition, for one partition (`partitions` 1), on a queue without
--- delay, window or ttl that the group is subscribed to, whose first claimable partition has a
--- cursor nobody holds, without a lease, a pending retry or settled marks ahead, and with
--- messages for the group. Or, the other plain case, a request that finds no claimable partition.
--- It answers what regina._pop_one answers for that request, with the same writes: the result,
--- the events, the quiet (o_quiet of _pop_one), as the one-request path of _pop_one ->
--- _pop_claim_many -> _pop_claim_set would, in six statements or fewer against about twelve and
--- seven calls of functions there, each statement set up at every execution
--- (docs/benchmarks.md). Null o_result: not the plain case, and nothing written (the caller
--- takes the general path, which may find the cursor locked by this transaction already).
--- Its reads of the ready rows go in claim order without bitmaps or sorts, as
--- regina._ready_candidates and regina._ready_next do (see there).
-create or replace function regina._pop_lone(i_req regina.pop_request, i_now timestamptz,
-                                            out o_result text, out o_events json,
+-- A pop call of one request, or of one run of alike requests (_pop_alike), in the plain case,
+-- with as few statements as it takes: the requests name one queue but no partition and ask for
+-- one partition each; the queue has no delay, window or ttl and the group is subscribed to it;
+-- and each of the first claimable partitions (one per request, in claim order) has a cursor
+-- nobody holds, without a lease, a pending retry or settled marks ahead, and messages for the
+-- group. Or, the other plain case, no claimable partition at all. It answers what the general
+-- path answers for that call (_pop_one for one request, _pop_run for a run, through
+-- _pop_claim_many and _pop_claim_set), with the same writes: o_results one per request,
+-- o_events (the call's, given with its first request), o_quiet (the group's on the queue, for
+-- every request). In five statements of its own and a read of the earliest ready row for a quiet
+-- answer, with one statement more for each further request of a run, against about ten in nine
+-- functions there, each set up at every execution (docs/benchmarks.md). Null o_results: not the
+-- plain case, and nothing written (the caller takes the general path, which finds the cursors
+-- this call locked as its own). Its reads of the ready rows go in claim order without bitmaps or
+-- sorts, as regina._ready_candidates and regina._ready_next do (see there).
+drop function if exists regina._pop_lone(regina.pop_request, timestamptz);
+create or replace function regina._pop_lone(i_reqs regina.pop_request[], i_now timestamptz,
+                                            out o_results text[], out o_events json,
                                             out o_quiet text)
 language plpgsql set enable_bitmapscan = off set enable_sort = off set jit = off as $$
 declare
-    v_group text := coalesce(nullif(i_req."consumerGroup", ''), '__QUEUE_MODE__');
-    v_auto boolean := coalesce(i_req."autoAck", false);
-    v_lease uuid := case when v_auto then null else i_req."leaseId" end;
-    v_budget integer := coalesce(i_req.batch, 1);
+    v_req regina.pop_request := i_reqs[1];
+    v_slots integer := cardinality(i_reqs);
+    v_group text := coalesce(nullif(v_req."consumerGroup", ''), '__QUEUE_MODE__');
+    v_auto boolean := coalesce(v_req."autoAck", false);
+    v_budget integer := coalesce(v_req.batch, 1);
+    -- The requests' leases, in order (none with autoAck).
+    v_leases uuid[] := '{}';
+    v_delivered integer := 0;
     v_q record;
     v_ids bigint[];
     v_read record;
-    v_c regina.cursors;
-    v_count integer;
+    v_partition_id bigint;
+    v_claimed integer := 0;
+    v_i integer;
     v_head bigint;
     v_expires timestamptz;
+    v_moved integer;
     v_left integer := 0;
     v_next timestamptz;
+    v_empty text;
 begin
-    if i_req.queue is null or nullif(i_req.partition, '') is not null
-       or coalesce(i_req.partitions, 1) <> 1 or v_budget < 1 then
+    if v_req.queue is null or nullif(v_req.partition, '') is not null
+       or coalesce(v_req.partitions, 1) <> 1 or v_budget < 1 then
         return;
+    end if;
+    -- (Assignments in a loop rather than a query: PL/pgSQL evaluates them without the executor.)
+    if not v_auto then
+        for v_i in 1 .. v_slots loop
+            v_leases[v_i] := i_reqs[v_i]."leaseId";
+        end loop;
     end if;
     select q.id, q.name, q.lease_time,
            q.window_buffer_seconds = 0 and q.ttl_seconds = 0
@@ -1325,107 +1341,135 @@ begin
            (select true from regina.subscriptions s
             where s.queue_id = q.id and s.consumer_group = v_group) as subscribed
     into v_q
-    from regina.queues q where q.name = i_req.queue;
+    from regina.queues q where q.name = v_req.queue;
     if not found or not v_q.plain or v_q.subscribed is null then
         return;
     end if;
-    -- The first two claimable ready rows: the first is the candidate, a second one means more
-    -- is due than this request claims (o_due of _pop_claim_many).
+    -- The first claimable ready rows, one per request and one more: that one means more is due
+    -- than these requests claim (o_due of _pop_claim_many).
     v_ids := array(select r.partition_id from regina.ready r
                    where r.queue_id = v_q.id and r.consumer_group = v_group
                      and r.eligible_at <= i_now
                    order by r.eligible_at, r.partition_id
-                   limit 2);
-    if cardinality(v_ids) = 0 then
-        -- Nothing is claimable: every row due was settled (none was read), so the earliest is
-        -- after i_now, and it is when the group may have work again.
-        v_next := regina._ready_next(v_q.id, v_group, i_now);
-        if i_req.quiet then
-            o_quiet := coalesce(regina._ts_us(v_next), 'infinity');
+                   limit v_slots + 1);
+    if cardinality(v_ids) > 0 then
+        -- The candidates' cursors, locked without waiting, each with its partition and up to the
+        -- budget of its head's messages for the group, in offset order, written as the answer's
+        -- text under the lease of the request it goes to (the candidates take the requests in
+        -- claim order). The rows come in claim order, each cursor's messages by offset: the
+        -- nested loop walks the candidates in array order and reads each partition by the
+        -- primary key, and the aggregates keep that order (as in _pop_claim_set). Every lateral
+        -- subquery keeps its `limit`, its lock or its aggregate: one that the planner could pull
+        -- up into a plain join would leave the join order, and so the claim order, to it.
+        select array_agg(k.partition_id) as ids, array_agg(m.answer) as answers,
+               array_agg(m.n) as counts, array_agg(m.last) as lasts,
+               string_agg(m.ages, ',') as ages,
+               bool_and(not c.lease_active and not coalesce(c.retry_after > i_now, false)
+                        and cardinality(c.marks) = 0 and m.last is not null) as plain
+        into v_read
+        from unnest(v_ids[1:v_slots]) with ordinality k(partition_id, ord)
+        cross join lateral (select cc.next_seq, cc.marks, cc.head_attempts, cc.lease_end_seq,
+                                   cc.lease_active, cc.retry_after
+                            from regina.cursors cc
+                            where cc.partition_id = k.partition_id
+                              and cc.consumer_group = v_group
+                            for update skip locked) c
+        cross join lateral (select pp.name, pp.uuid from regina.partitions pp
+                            where pp.id = k.partition_id limit 1) p
+        cross join lateral (
+            select regina._pop_answer(
+                       v_q.name, p.name, p.uuid, coalesce(v_leases[k.ord]::text, ''), v_group, 1,
+                       array[string_agg(regina._message_text(
+                                 h.id, h.transaction_id, h.trace_id, h.payload, h.producer_sub,
+                                 h.created_at, p.uuid, p.name, v_q.name,
+                                 coalesce(v_leases[k.ord]::text, ''), v_group,
+                                 case when h.rn = 1 then c.head_attempts else 0 end,
+                                 h.payload_key_id), ',')]) as answer,
+                   max(h.seq) as last, count(*)::integer as n,
+                   string_agg(greatest(date_part('epoch', i_now - h.created_at) * 1000, 0)::text,
+                              ',')
+                       filter (where h.for_group is null
+                                     and h.seq > coalesce(c.lease_end_seq, -1)) as ages
+            from (select mm.*, row_number() over (order by mm.seq) as rn
+                  from (select x.* from regina.messages x
+                        where x.partition_id = k.partition_id
+                          and x.seq >= c.next_seq and x.seq <> all (c.marks)
+                          and (x.for_group is null or x.for_group = v_group)
+                        order by x.seq
+                        limit v_budget) mm) h) m;
+        -- A candidate without a cursor (busy, or none yet), or whose cursor needs more than a
+        -- read, or with nothing to deliver (its head at the partition's end, or behind what
+        -- retention removed): the general path.
+        if cardinality(v_read.ids) is distinct from least(v_slots, cardinality(v_ids))
+           or not v_read.plain then
+            return;
         end if;
-        o_result := json_build_object('empty', 'empty', 'wakeAt', regina._ts_us(v_next))::text;
-        return;
-    end if;
-    -- The candidate's cursor, locked without waiting, its partition and up to the budget of its
-    -- head's messages for the group, in offset order (the nested loop reads them by the primary
-    -- key and the aggregates keep that order, as in _pop_claim_set).
-    select c.cur, p.name, p.uuid, m.texts, m.last, m.n, m.ages
-    into v_read
-    from (select cc as cur from regina.cursors cc
-          where cc.partition_id = v_ids[1] and cc.consumer_group = v_group
-          for update skip locked) c
-    cross join lateral (select pp.name, pp.uuid from regina.partitions pp
-                        where pp.id = (c.cur).partition_id) p
-    cross join lateral (
-        select array_agg(regina._message_text(
-                   h.id, h.transaction_id, h.trace_id, h.payload, h.producer_sub, h.created_at,
-                   p.uuid, p.name, v_q.name, coalesce(v_lease::text, ''), v_group,
-                   case when h.rn = 1 then (c.cur).head_attempts else 0 end,
-                   h.payload_key_id)) as texts,
-               max(h.seq) as last, count(*)::integer as n,
-               array_agg(greatest(date_part('epoch', i_now - h.created_at) * 1000, 0))
-                   filter (where h.for_group is null
-                                 and h.seq > coalesce((c.cur).lease_end_seq, -1)) as ages
-        from (select mm.*, row_number() over (order by mm.seq) as rn
-              from (select x.* from regina.messages x
-                    where x.partition_id = (c.cur).partition_id
-                      and x.seq >= (c.cur).next_seq and x.seq <> all ((c.cur).marks)
-                      and (x.for_group is null or x.for_group = v_group)
-                    order by x.seq
-                    limit v_budget) mm) h) m;
-    v_c := v_read.cur;
-    -- No cursor (busy, or none yet), or one that needs more than a read, or a head with nothing
-    -- to deliver (at the partition's end, or behind what retention removed): the general path.
-    if not found or v_c.lease_active or v_c.retry_after > i_now or cardinality(v_c.marks) > 0
-       or v_read.last is null then
-        return;
-    end if;
-    v_count := v_read.n;
-    if v_auto then
-        -- Fewer than the budget: the read went to the partition's end. Else the head moves past
-        -- what follows for other groups only (_advance).
-        v_head := case when v_count < v_budget then v_read.last + 1
-                       else regina._advance(v_c.partition_id, v_read.last + 1, '{}', v_group) end;
-        update regina.cursors c
-        set next_seq = v_head, marks = '{}', head_attempts = 0, head_error = null,
-            total_consumed = c.total_consumed + v_count,
-            batches_consumed = c.batches_consumed + 1, last_consumed_at = i_now,
-            last_claim_at = i_now
-        where c.partition_id = v_c.partition_id and c.consumer_group = v_group;
-        -- The ready row as _ready_sync leaves it: deleted when the head reached the partition's
-        -- end, under the partition's share lock (a push holding it has more for the group), else
-        -- claimable now at the back of the line.
-        with drained as (select pp.id from regina.partitions pp
-                         where pp.id = v_c.partition_id and pp.next_seq <= v_head
-                         for share skip locked),
-             gone as (delete from regina.ready r using drained d
-                      where r.partition_id = d.id and r.consumer_group = v_group)
-        update regina.ready r set eligible_at = i_now
-        where r.partition_id = v_c.partition_id and r.consumer_group = v_group
-          and not exists (select 1 from drained);
-        get diagnostics v_left = row_count;
-    else
+        v_claimed := cardinality(v_read.ids);
         v_expires := i_now + v_q.lease_time * interval '1 second';
-        with leased as (update regina.cursors c
-                        set lease_id = v_lease, lease_active = true,
-                            lease_expires_at = v_expires, lease_end_seq = v_read.last,
-                            lease_marks = '{}', last_claim_at = i_now
-                        where c.partition_id = v_c.partition_id
-                          and c.consumer_group = v_group)
-        update regina.ready r set eligible_at = v_expires
-        where r.partition_id = v_c.partition_id and r.consumer_group = v_group;
+        for v_i in 1 .. v_claimed loop
+            v_partition_id := v_read.ids[v_i];
+            v_delivered := v_delivered + v_read.counts[v_i];
+            if v_auto then
+                -- Fewer than the budget: the read went to the partition's end. Else the head
+                -- moves past what follows for other groups only (_advance).
+                v_head := case when v_read.counts[v_i] < v_budget then v_read.lasts[v_i] + 1
+                               else regina._advance(v_partition_id, v_read.lasts[v_i] + 1,
+                                                    '{}', v_group) end;
+                update regina.cursors c
+                set next_seq = v_head, marks = '{}', head_attempts = 0, head_error = null,
+                    total_consumed = c.total_consumed + v_read.counts[v_i],
+                    batches_consumed = c.batches_consumed + 1, last_consumed_at = i_now,
+                    last_claim_at = i_now
+                where c.partition_id = v_partition_id and c.consumer_group = v_group;
+                -- The ready row as _ready_sync leaves it: deleted when the head reached the
+                -- partition's end, under the partition's share lock (a push holding it has more
+                -- for the group), else claimable now at the back of the line.
+                with drained as (select pp.id from regina.partitions pp
+                                 where pp.id = v_partition_id and pp.next_seq <= v_head
+                                 for share skip locked),
+                     gone as (delete from regina.ready r using drained d
+                              where r.partition_id = d.id and r.consumer_group = v_group)
+                update regina.ready r set eligible_at = i_now
+                where r.partition_id = v_partition_id and r.consumer_group = v_group
+                  and not exists (select 1 from drained);
+                get diagnostics v_moved = row_count;
+                v_left := v_left + v_moved;
+            else
+                with leased as (update regina.cursors c
+                                set lease_id = v_leases[v_i], lease_active = true,
+                                    lease_expires_at = v_expires,
+                                    lease_end_seq = v_read.lasts[v_i], lease_marks = '{}',
+                                    last_claim_at = i_now
+                                where c.partition_id = v_partition_id
+                                  and c.consumer_group = v_group)
+                update regina.ready r set eligible_at = v_expires
+                where r.partition_id = v_partition_id and r.consumer_group = v_group;
+            end if;
+        end loop;
+        o_events := array_to_json(array[json_build_object(
+                        'queue', v_q.name,
+                        'delivered', v_delivered,
+                        'firstAgesMs', ('[' || v_read.ages || ']')::json,
+                        'expired', 0, 'leasesExpired', 0, 'deadLettered', 0)]);
     end if;
-    o_events := array_to_json(array[json_build_object(
-                    'queue', v_q.name, 'delivered', v_count,
-                    'firstAgesMs', case when cardinality(v_read.ages) > 0 then v_read.ages end,
-                    'expired', 0, 'leasesExpired', 0, 'deadLettered', 0)]);
-    -- Quiet only when no row is due: none past the candidate, and the claimed one not due again.
-    if i_req.quiet and cardinality(v_ids) = 1 and v_left = 0 then
-        o_quiet := coalesce(regina._ts_us(regina._ready_next(v_q.id, v_group, i_now)),
-                            'infinity');
+    -- Quiet only when no row is due: none past the candidates, and none of the claimed ones due
+    -- again. A request given no partition wakes at the earliest ready row after i_now (every
+    -- row due now was claimed, and moved to i_now or after).
+    if v_req.quiet and cardinality(v_ids) <= v_slots and v_left = 0 then
+        v_next := regina._ready_next(v_q.id, v_group, i_now);
+        o_quiet := coalesce(regina._ts_us(v_next), 'infinity');
+    elsif cardinality(v_ids) < v_slots then
+        v_next := regina._ready_next(v_q.id, v_group, i_now);
     end if;
-    o_result := regina._pop_answer(v_q.name, v_read.name, v_read.uuid,
-                                   coalesce(v_lease::text, ''), v_group, 1, v_read.texts);
+    if v_claimed = v_slots then
+        o_results := v_read.answers;
+        return;
+    end if;
+    v_empty := json_build_object('empty', 'empty', 'wakeAt', regina._ts_us(v_next))::text;
+    o_results := array_fill(v_empty, array[v_slots]);
+    for v_i in 1 .. v_claimed loop
+        o_results[v_i] := v_read.answers[v_i];
+    end loop;
 end
 $$;
 
@@ -1448,6 +1492,9 @@ declare
     -- Whether the requests name more than one (queue or selector, group).
     v_groups boolean := false;
     v_selectors boolean := false;
+    -- Whether the requests are one, or one run of alike requests (_pop_alike).
+    v_alike boolean := true;
+    v_lone record;
     v_one record;
     -- Partitions that requests of this call found busy, for consecutive requests of the same
     -- queues (name or selector) and group (v_busy_key): the requests after them pass those by
@@ -1486,15 +1533,21 @@ begin
     if v_claims_only then
         perform set_config('synchronous_commit', 'off', true);
     end if;
-    -- A call of one request, in the plain case: answered in a few statements (_pop_lone).
-    if cardinality(v_reqs) = 1 then
-        v_one := regina._pop_lone(v_reqs[1], v_now);
-        if v_one.o_result is not null then
-            idx := 0;
-            result := v_one.o_result;
-            events := v_one.o_events;
-            quiet := v_one.o_quiet;
-            return next;
+    -- A call of one request, or of one run of alike requests, in the plain case: answered in a
+    -- few statements (_pop_lone).
+    for k in 2 .. cardinality(v_reqs) loop
+        v_alike := v_alike and regina._pop_alike(v_reqs[1], v_reqs[k]);
+    end loop;
+    if v_alike then
+        v_lone := regina._pop_lone(v_reqs, v_now);
+        if v_lone.o_results is not null then
+            for k in 1 .. cardinality(v_reqs) loop
+                idx := k - 1;
+                result := v_lone.o_results[k];
+                events := case when k = 1 then v_lone.o_events end;
+                quiet := v_lone.o_quiet;
+                return next;
+            end loop;
             return;
         end if;
     end if;

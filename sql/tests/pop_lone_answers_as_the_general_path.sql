@@ -11,8 +11,8 @@
 -- must have gone through every case that matters, on both paths. And regina.pop_text takes this
 -- path for a call of one request.
 
--- regina.pop_text answers a call of one plain request by _pop_lone alone, and a call of two by
--- the general path. (First in the file: a PL/pgSQL call site decides once per transaction whether
+-- regina.pop_text answers a call of one plain request, or of a run of alike ones, by _pop_lone
+-- alone, and a call of requests that are not alike by the general path. (First in the file: a PL/pgSQL call site decides once per transaction whether
 -- it counts its calls, as it first runs.)
 set track_functions = 'pl';
 do $$
@@ -43,8 +43,25 @@ begin
                   '2026-07-01T00:00:02Z') p);
     assert (select f.calls from pg_stat_xact_user_functions f
             where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 3,
-        'a call of two requests does not take it';
+        'a call of two requests not alike does not take it';
     assert v_got -> 0 -> 'messages' -> 1 ->> 'transactionId' = 'x-2', format('served: %s', v_got);
+    perform pg_temp.push_numbered('lw', 'q', 'y-', 1, 1, '2026-07-01T00:00:03Z');
+    perform pg_temp.push_numbered('lw', 'r', 'z-', 1, 1, '2026-07-01T00:00:03Z');
+    -- (Cursors for the new partitions first: a missing one sends a call to the general path.)
+    perform regina.pop('[{"queue":"lw","consumerGroup":"g","autoAck":true,"partitions":2,"batch":2}]',
+                       '2026-07-01T00:00:04Z');
+    perform pg_temp.push_numbered('lw', 'q', 'y-', 2, 2, '2026-07-01T00:00:05Z');
+    perform pg_temp.push_numbered('lw', 'r', 'z-', 2, 2, '2026-07-01T00:00:05Z');
+    v_got := (select jsonb_agg(p.result order by p.idx) from regina.pop(
+                  '[{"queue":"lw","consumerGroup":"g","autoAck":true},
+                    {"queue":"lw","consumerGroup":"g","autoAck":true}]',
+                  '2026-07-01T00:00:06Z') p);
+    assert (select f.calls from pg_stat_xact_user_functions f
+            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 5,
+        'a run of two alike requests takes it';
+    assert v_got -> 0 -> 'messages' -> 0 ->> 'transactionId' = 'y-2'
+           and v_got -> 1 -> 'messages' -> 0 ->> 'transactionId' = 'z-2',
+        format('each request of the run served a partition: %s', v_got);
 end
 $$;
 reset track_functions;
@@ -61,58 +78,84 @@ language sql as $$
                   where q.name = i_queue))
 $$;
 
--- One pop request at i_now, compared as said above. o_path: 'lone' or 'general'.
-create function pg_temp.pop_compared(i_req jsonb, i_now timestamptz,
-                                     out o_path text, out o_result jsonb, out o_quiet text)
+-- The general path's answer to a call of the requests i_reqs: _pop_one for one request, _pop_run
+-- for a run of alike ones, as regina.pop_text calls them.
+create function pg_temp.pop_general(i_reqs regina.pop_request[], i_now timestamptz,
+                                    out o_results text[], out o_events json, out o_quiet text)
 language plpgsql as $$
 declare
-    v_req regina.pop_request := jsonb_populate_record(null::regina.pop_request, i_req);
-    v_before jsonb := pg_temp.lone_state(v_req.queue);
+    v record;
+begin
+    if cardinality(i_reqs) = 1 then
+        v := regina._pop_one(i_reqs[1], i_now, '{}', null, null);
+        o_results := array[v.o_result];
+    else
+        v := regina._pop_run(i_reqs, i_now, '{}', null, null);
+        o_results := v.o_results;
+    end if;
+    o_events := v.o_events;
+    o_quiet := v.o_quiet;
+end
+$$;
+
+-- A call of the pop requests i_reqs (an array, or one request) at i_now, compared as said
+-- above. o_path: 'lone' or 'general'; o_results: the answers, parsed.
+create function pg_temp.pop_compared(i_reqs jsonb, i_now timestamptz,
+                                     out o_path text, out o_results jsonb[], out o_quiet text)
+language plpgsql as $$
+declare
+    v_reqs regina.pop_request[] := array(
+        select r from jsonb_populate_recordset(
+                          null::regina.pop_request,
+                          case when jsonb_typeof(i_reqs) = 'array' then i_reqs
+                               else jsonb_build_array(i_reqs) end) r);
+    v_queue text := v_reqs[1].queue;
+    v_before jsonb := pg_temp.lone_state(v_queue);
     v_general record;
     v_general_state jsonb;
     v_lone record;
     v_again record;
 begin
     begin
-        v_general := regina._pop_one(v_req, i_now, '{}', null, null);
-        v_general_state := pg_temp.lone_state(v_req.queue);
+        v_general := pg_temp.pop_general(v_reqs, i_now);
+        v_general_state := pg_temp.lone_state(v_queue);
         raise exception 'undo the general path';
     exception when raise_exception then
         if sqlerrm <> 'undo the general path' then
             raise;
         end if;
     end;
-    assert pg_temp.lone_state(v_req.queue) is not distinct from v_before, 'the undo undid it';
-    v_lone := regina._pop_lone(v_req, i_now);
-    if v_lone.o_result is null then
+    assert pg_temp.lone_state(v_queue) is not distinct from v_before, 'the undo undid it';
+    v_lone := regina._pop_lone(v_reqs, i_now);
+    if v_lone.o_results is null then
         assert v_lone.o_events is null and v_lone.o_quiet is null,
             format('a decline answers nothing: %s', v_lone);
-        assert pg_temp.lone_state(v_req.queue) is not distinct from v_before,
-            format('a decline writes nothing: %s', i_req);
-        v_again := regina._pop_one(v_req, i_now, '{}', null, null);
-        assert v_again.o_result = v_general.o_result
+        assert pg_temp.lone_state(v_queue) is not distinct from v_before,
+            format('a decline writes nothing: %s', i_reqs);
+        v_again := pg_temp.pop_general(v_reqs, i_now);
+        assert v_again.o_results = v_general.o_results
                and v_again.o_events::text is not distinct from v_general.o_events::text
                and v_again.o_quiet is not distinct from v_general.o_quiet,
             format('the general path answers the same again: %s then %s', v_general, v_again);
         o_path := 'general';
-        o_result := v_again.o_result::jsonb;
+        o_results := v_again.o_results::jsonb[];
         o_quiet := v_again.o_quiet;
         return;
     end if;
-    assert v_lone.o_result = v_general.o_result,
-        format('%s at %s: the same result text: lone %s, general %s', i_req, i_now,
-               v_lone.o_result, v_general.o_result);
+    assert v_lone.o_results = v_general.o_results,
+        format('%s at %s: the same result texts: lone %s, general %s', i_reqs, i_now,
+               v_lone.o_results, v_general.o_results);
     assert v_lone.o_events::text is not distinct from v_general.o_events::text,
-        format('%s: the same events: lone %s, general %s', i_req, v_lone.o_events,
+        format('%s: the same events: lone %s, general %s', i_reqs, v_lone.o_events,
                v_general.o_events);
     assert v_lone.o_quiet is not distinct from v_general.o_quiet,
-        format('%s at %s: the same quiet: lone %s, general %s', i_req, i_now, v_lone.o_quiet,
+        format('%s at %s: the same quiet: lone %s, general %s', i_reqs, i_now, v_lone.o_quiet,
                v_general.o_quiet);
-    assert pg_temp.lone_state(v_req.queue) is not distinct from v_general_state,
-        format('%s at %s: the same cursors and ready rows: lone %s, general %s', i_req, i_now,
-               pg_temp.lone_state(v_req.queue), v_general_state);
+    assert pg_temp.lone_state(v_queue) is not distinct from v_general_state,
+        format('%s at %s: the same cursors and ready rows: lone %s, general %s', i_reqs, i_now,
+               pg_temp.lone_state(v_queue), v_general_state);
     o_path := 'lone';
-    o_result := v_lone.o_result::jsonb;
+    o_results := v_lone.o_results::jsonb[];
     o_quiet := v_lone.o_quiet;
 end
 $$;
@@ -124,7 +167,9 @@ declare
     v_group text;
     v_auto boolean;
     v_req jsonb;
-    v_lease uuid;
+    v_reqs jsonb;
+    v_size integer;
+    v_k integer;
     v_got record;
     v_m jsonb;
     v_seen text[] := '{}';
@@ -175,61 +220,68 @@ begin
                 end if;
             end if;
         end if;
+        -- One request, or a run of two or three alike ones (each with its lease).
         v_auto := random() < 0.5;
         v_group := case when v_auto then 'auto' else 'lease' end;
-        v_lease := gen_random_uuid();
+        v_size := case when random() < 0.3 then 2 + (random())::integer else 1 end;
         v_req := jsonb_build_object('queue', 'lq', 'consumerGroup', v_group, 'autoAck', v_auto,
                                     'batch', 1 + (random() * 3)::integer, 'partitions', 1,
-                                    'leaseId', v_lease, 'quiet', random() < 0.7);
-        v_got := pg_temp.pop_compared(v_req, t);
+                                    'quiet', random() < 0.7);
+        v_reqs := (select jsonb_agg(v_req || jsonb_build_object('leaseId', gen_random_uuid()))
+                   from generate_series(1, v_size));
+        v_got := pg_temp.pop_compared(v_reqs, t);
         v_n := v_n + 1;
-        v_seen := v_seen || (v_got.o_path || case when v_got.o_result ? 'messages'
-                                                   then '-delivered' else '-empty' end
-                                           || case when v_auto then '-auto' else '-lease' end);
+        v_seen := v_seen || (v_got.o_path
+                             || case when v_size > 1 then '-run' else '' end
+                             || case when v_got.o_results[1] ? 'messages'
+                                     then '-delivered' else '-empty' end
+                             || case when v_auto then '-auto' else '-lease' end);
         if v_got.o_path = 'lone' and (v_req ->> 'quiet')::boolean then
             v_seen := v_seen || ('lone-quiet-' || case when v_got.o_quiet is null then 'null'
                                                        when v_got.o_quiet = 'infinity'
                                                        then 'infinity' else 'at' end);
         end if;
-        if v_got.o_path = 'lone' then
-            if v_got.o_result ? 'messages' then
-                for v_m in select * from jsonb_array_elements(v_got.o_result -> 'messages') loop
-                    if (v_m ->> 'retryCount')::integer > 0 then
-                        v_seen := v_seen || 'lone-retry'::text;
-                    end if;
-                    if exists (select 1 from regina.messages x
+        for v_k in 1 .. v_size loop
+            if v_got.o_path = 'lone' and v_size > 1 and not (v_got.o_results[v_k] ? 'messages') then
+                v_seen := v_seen || 'lone-run-short'::text;
+            end if;
+            continue when not (v_got.o_results[v_k] ? 'messages');
+            for v_m in select * from jsonb_array_elements(v_got.o_results[v_k] -> 'messages') loop
+                if v_got.o_path = 'lone' and (v_m ->> 'retryCount')::integer > 0 then
+                    v_seen := v_seen || 'lone-retry'::text;
+                end if;
+                if v_got.o_path = 'lone'
+                   and exists (select 1 from regina.messages x
                                where x.transaction_id = v_m ->> 'transactionId'
                                  and x.for_group is not null) then
-                        v_seen := v_seen || 'lone-requeued'::text;
-                    end if;
-                end loop;
-            end if;
-        end if;
-        -- A lease: acked whole, acked in part (the rest waits for the lease's end), failed, or
-        -- left to expire.
-        if not v_auto and v_got.o_result ? 'messages' then
-            for v_m in select * from jsonb_array_elements(v_got.o_result -> 'messages') loop
-                continue when random() < 0.25;
+                    v_seen := v_seen || 'lone-requeued'::text;
+                end if;
+                -- A lease: acked whole, acked in part (the rest waits for the lease's end),
+                -- failed, or left to expire.
+                continue when v_auto or random() < 0.25;
                 perform regina.ack(jsonb_build_array(jsonb_build_object(
                             'transactionId', v_m ->> 'transactionId',
-                            'partitionId', v_m ->> 'partitionId', 'leaseId', v_lease,
+                            'partitionId', v_m ->> 'partitionId',
+                            'leaseId', v_reqs -> (v_k - 1) ->> 'leaseId',
                             'status', case when random() < 0.3 then 'failed' else 'completed' end)),
                         t);
             end loop;
-        end if;
+        end loop;
     end loop;
 
     -- Every case that matters came up, on the path meant for it.
     assert array['lone-delivered-auto', 'lone-delivered-lease', 'lone-empty-auto',
                  'lone-empty-lease', 'general-delivered-lease', 'lone-quiet-null',
                  'lone-quiet-infinity', 'lone-quiet-at', 'lone-retry', 'lone-requeued',
-                 'requeued', 'marked', 'general-delivered-auto'] <@ v_seen,
+                 'requeued', 'marked', 'general-delivered-auto', 'lone-run-delivered-auto',
+                 'lone-run-delivered-lease', 'lone-run-empty-auto', 'lone-run-short',
+                 'general-run-delivered-lease'] <@ v_seen,
         format('the walk went through every case: %s',
                (select jsonb_object_agg(s, n) from (select s, count(*) as n from unnest(v_seen) s
                                                      group by s) x));
-    assert (select count(*) from unnest(v_seen) s where s like 'lone-%-%') > v_n / 2,
-        format('most pops are plain: %s of %s', (select count(*) from unnest(v_seen) s
-                                                 where s like 'lone-%-%'), v_n);
+    assert (select count(*) from unnest(v_seen) s where s ~ '^lone-.*(auto|lease)$') > v_n / 2,
+        format('most pops are plain: %s of %s',
+               (select count(*) from unnest(v_seen) s where s ~ '^lone-.*(auto|lease)$'), v_n);
 end
 $$;
 
@@ -246,22 +298,22 @@ begin
     perform pg_temp.push_numbered('lt', 'p', 'lt-', 1, 2, t);
     perform pg_temp.push_numbered('ll', 'p', 'll-', 1, 2, t);
     v_got := pg_temp.pop_compared('{"queue":"lt","consumerGroup":"g","autoAck":true}', t);
-    assert v_got.o_path = 'general' and v_got.o_result ? 'messages',
+    assert v_got.o_path = 'general' and v_got.o_results[1] ? 'messages',
         format('a ttl queue takes the general path: %s', v_got);
     v_got := pg_temp.pop_compared('{"queue":"ll","consumerGroup":"g","autoAck":true}', t);
-    assert v_got.o_path = 'general' and v_got.o_result ? 'messages',
+    assert v_got.o_path = 'general' and v_got.o_results[1] ? 'messages',
         format('a new cursor is made by the general path: %s', v_got);
     v_got := pg_temp.pop_compared(
         '{"queue":"ll","consumerGroup":"g","leaseId":"0196a000-0000-7000-8000-00000000c001"}', t);
-    assert v_got.o_path = 'lone' and v_got.o_result ? 'messages', format('a lease: %s', v_got);
+    assert v_got.o_path = 'lone' and v_got.o_results[1] ? 'messages', format('a lease: %s', v_got);
     v_got := pg_temp.pop_compared(
         '{"queue":"ll","consumerGroup":"g","leaseId":"0196a000-0000-7000-8000-00000000c002","quiet":true}',
         t + interval '11 seconds');
-    assert v_got.o_path = 'general' and (v_got.o_result -> 'messages' -> 0 ->> 'retryCount') = '1',
+    assert v_got.o_path = 'general' and (v_got.o_results[1] -> 'messages' -> 0 ->> 'retryCount') = '1',
         format('an expired lease is accounted by the general path: %s', v_got);
     v_got := pg_temp.pop_compared(
         '{"queue":"nope","consumerGroup":"g","autoAck":true}', t);
-    assert v_got.o_path = 'general' and v_got.o_result ->> 'empty' = 'queue_not_found',
+    assert v_got.o_path = 'general' and v_got.o_results[1] ->> 'empty' = 'queue_not_found',
         format('an unknown queue: %s', v_got);
 end
 $$;
