@@ -62,6 +62,19 @@ begin
     assert v_got -> 0 -> 'messages' -> 0 ->> 'transactionId' = 'y-2'
            and v_got -> 1 -> 'messages' -> 0 ->> 'transactionId' = 'z-2',
         format('each request of the run served a partition: %s', v_got);
+    -- A push with the pop of a long-poll in its transaction: the same path, without pop_text.
+    v_got := (select jsonb_agg(to_jsonb(p) order by p.pop, p.idx) from regina.push_pop_text(
+                  '[{"queue":"lw","partition":"q","transactionId":"y-3","messageId":"0196a000-0000-7000-8000-00000000d003"}]', '[3]',
+                  '[{"queue":"lw","consumerGroup":"g","autoAck":true,"quiet":true}]') p);
+    assert (select f.calls from pg_stat_xact_user_functions f
+            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 6
+       and (select f.calls from pg_stat_xact_user_functions f
+            where f.schemaname = 'regina' and f.funcname = 'pop_text') = 6,
+        'push_pop_text answers its pop by _pop_lone alone';
+    assert v_got -> 1 ->> 'pop' = 'true' and v_got -> 1 ->> 'idx' = '0'
+           and (v_got -> 1 ->> 'result')::jsonb -> 'messages' -> 0 ->> 'transactionId' = 'y-3'
+           and v_got -> 1 ->> 'quiet' = 'infinity',
+        format('the pop delivered what the push stored: %s', v_got);
 end
 $$;
 reset track_functions;
