@@ -324,6 +324,25 @@ begin
         t + interval '11 seconds');
     assert v_got.o_path = 'general' and (v_got.o_results[1] -> 'messages' -> 0 ->> 'retryCount') = '1',
         format('an expired lease is accounted by the general path: %s', v_got);
+    -- A batch cut just before another group's requeued delivery: the head passes over it.
+    perform regina.configure('{"queue":"la","options":{"retryLimit":0}}');
+    perform regina.pop('[{"queue":"la","consumerGroup":"g1","autoAck":true},
+                         {"queue":"la","consumerGroup":"g2","autoAck":true}]', t);
+    perform pg_temp.push_numbered('la', 'p', 'a-', 1, 1, t);
+    perform regina.pop('[{"queue":"la","consumerGroup":"g1","autoAck":true}]', t);
+    v_got := pg_temp.pop_compared(
+        '{"queue":"la","consumerGroup":"g2","leaseId":"0196a000-0000-7000-8000-00000000c003"}', t);
+    perform regina.ack(jsonb_build_array(jsonb_build_object(
+                'transactionId', 'a-1', 'partitionId', v_got.o_results[1] ->> 'partitionId',
+                'leaseId', '0196a000-0000-7000-8000-00000000c003', 'status', 'failed')), t);
+    perform pg_temp.push_numbered('la', 'p', 'a-', 2, 3, t);
+    perform regina.message_requeue(v_got.o_results[1] ->> 'partitionId', 'a-1', 'g2', t);
+    perform pg_temp.push_numbered('la', 'p', 'a-', 4, 4, t);
+    v_got := pg_temp.pop_compared('{"queue":"la","consumerGroup":"g1","autoAck":true,"batch":2}', t);
+    assert v_got.o_path = 'lone' and jsonb_array_length(v_got.o_results[1] -> 'messages') = 2
+           and (select c.next_seq from regina.cursors c
+                where c.partition_id = pg_temp.partition_id('la', 'p') and c.consumer_group = 'g1') = 4,
+        format('the head passed over the requeued delivery of g2: %s', v_got);
     v_got := pg_temp.pop_compared(
         '{"queue":"nope","consumerGroup":"g","autoAck":true}', t);
     assert v_got.o_path = 'general' and v_got.o_results[1] ->> 'empty' = 'queue_not_found',
