@@ -1292,9 +1292,10 @@ $$;
 -- path answers for that call (_pop_one for one request, _pop_run for a run, through
 -- _pop_claim_many and _pop_claim_set), with the same writes: o_results one per request,
 -- o_events (the call's, given with its first request), o_quiet (the group's on the queue, for
--- every request). In five statements of its own and a read of the earliest ready row for a quiet
--- answer, with one statement more for each further request of a run, against about ten in nine
--- functions there, each set up at every execution (docs/benchmarks.md). Null o_results: not the
+-- every request). In five statements of its own for one autoAck request (four with a lease) and
+-- a read of the earliest ready row for a quiet answer, with two more for each further request of
+-- a run (one with leases), against about ten in nine functions there, each set up at every
+-- execution (docs/benchmarks.md). Null o_results: not the
 -- plain case, and nothing written (the caller takes the general path, which finds the cursors
 -- this call locked as its own). Its reads of the ready rows go in claim order without bitmaps or
 -- sorts, as regina._ready_candidates and regina._ready_next do (see there).
