@@ -1288,7 +1288,8 @@ $$;
 -- one partition each; the queue has no delay, window or ttl and the group is subscribed to it;
 -- and each of the first claimable partitions (one per request, in claim order) has a cursor
 -- nobody holds, without a lease, a pending retry or settled marks ahead, and messages for the
--- group. Or, the other plain case, no claimable partition at all. It answers what the general
+-- group. Or, the other plain case, no claimable partition at all. Requests that are not one or
+-- one run (some not alike the first) are declined too. It answers what the general
 -- path answers for that call (_pop_one for one request, _pop_run for a run, through
 -- _pop_claim_many and _pop_claim_set), with the same writes: o_results one per request,
 -- o_events (the call's, given with its first request), o_quiet (the group's on the queue, for
@@ -1330,6 +1331,12 @@ begin
        or coalesce(v_req.partitions, 1) <> 1 or v_budget < 1 then
         return;
     end if;
+    -- A run: every request alike the first.
+    for v_i in 2 .. v_slots loop
+        if not regina._pop_alike(v_req, i_reqs[v_i]) then
+            return;
+        end if;
+    end loop;
     -- (Assignments in a loop rather than a query: PL/pgSQL evaluates them without the executor.)
     if not v_auto then
         for v_i in 1 .. v_slots loop
@@ -1493,8 +1500,6 @@ declare
     -- Whether the requests name more than one (queue or selector, group).
     v_groups boolean := false;
     v_selectors boolean := false;
-    -- Whether the requests are one, or one run of alike requests (_pop_alike).
-    v_alike boolean := true;
     v_lone record;
     v_one record;
     -- Partitions that requests of this call found busy, for consecutive requests of the same
@@ -1536,21 +1541,16 @@ begin
     end if;
     -- A call of one request, or of one run of alike requests, in the plain case: answered in a
     -- few statements (_pop_lone).
-    for k in 2 .. cardinality(v_reqs) loop
-        v_alike := v_alike and regina._pop_alike(v_reqs[1], v_reqs[k]);
-    end loop;
-    if v_alike then
-        v_lone := regina._pop_lone(v_reqs, v_now);
-        if v_lone.o_results is not null then
-            for k in 1 .. cardinality(v_reqs) loop
-                idx := k - 1;
-                result := v_lone.o_results[k];
-                events := case when k = 1 then v_lone.o_events end;
-                quiet := v_lone.o_quiet;
-                return next;
-            end loop;
-            return;
-        end if;
+    v_lone := regina._pop_lone(v_reqs, v_now);
+    if v_lone.o_results is not null then
+        for k in 1 .. cardinality(v_reqs) loop
+            idx := k - 1;
+            result := v_lone.o_results[k];
+            events := case when k = 1 then v_lone.o_events end;
+            quiet := v_lone.o_quiet;
+            return next;
+        end loop;
+        return;
     end if;
     while v_i <= cardinality(v_reqs) loop
         v_req := v_reqs[v_i];

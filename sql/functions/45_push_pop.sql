@@ -22,7 +22,6 @@ declare
     v_reqs jsonb;
     v_places integer[];
     v_typed regina.pop_request[];
-    v_alike boolean := true;
     v_lone record;
 begin
     return query select false, p.idx, p.result, null::json, null::text
@@ -31,22 +30,17 @@ begin
     -- subscription): answered by _pop_lone here, without the sorting out below and the call
     -- of regina.pop_text (whose commit setting this transaction would not keep anyway).
     v_typed := array(select r from jsonb_populate_recordset(null::regina.pop_request, i_reqs) r);
-    for k in 2 .. cardinality(v_typed) loop
-        v_alike := v_alike and regina._pop_alike(v_typed[1], v_typed[k]);
-    end loop;
-    if v_alike and cardinality(v_typed) > 0 then
-        v_lone := regina._pop_lone(v_typed, clock_timestamp());
-        if v_lone.o_results is not null then
-            for k in 1 .. cardinality(v_typed) loop
-                pop := true;
-                idx := k - 1;
-                result := v_lone.o_results[k];
-                events := case when k = 1 then v_lone.o_events end;
-                quiet := v_lone.o_quiet;
-                return next;
-            end loop;
-            return;
-        end if;
+    v_lone := regina._pop_lone(v_typed, clock_timestamp());
+    if v_lone.o_results is not null then
+        for k in 1 .. cardinality(v_typed) loop
+            pop := true;
+            idx := k - 1;
+            result := v_lone.o_results[k];
+            events := case when k = 1 then v_lone.o_events end;
+            quiet := v_lone.o_quiet;
+            return next;
+        end loop;
+        return;
     end if;
     select jsonb_agg(r.req order by r.ord), array_agg(r.ord::integer - 1 order by r.ord)
     into v_reqs, v_places

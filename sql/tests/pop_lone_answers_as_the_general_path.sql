@@ -42,8 +42,10 @@ begin
                     {"queue":"lw","consumerGroup":"h","autoAck":true}]',
                   '2026-07-01T00:00:02Z') p);
     assert (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 3,
-        'a call of two requests not alike does not take it';
+            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 4
+       and (select f.calls from pg_stat_xact_user_functions f
+            where f.schemaname = 'regina' and f.funcname = '_pop_one') = 3,
+        'a call of two requests not alike is declined and served one request at a time';
     assert v_got -> 0 -> 'messages' -> 1 ->> 'transactionId' = 'x-2', format('served: %s', v_got);
     perform pg_temp.push_numbered('lw', 'q', 'y-', 1, 1, '2026-07-01T00:00:03Z');
     perform pg_temp.push_numbered('lw', 'r', 'z-', 1, 1, '2026-07-01T00:00:03Z');
@@ -57,7 +59,9 @@ begin
                     {"queue":"lw","consumerGroup":"g","autoAck":true}]',
                   '2026-07-01T00:00:06Z') p);
     assert (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 5,
+            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 6
+       and (select f.calls from pg_stat_xact_user_functions f
+            where f.schemaname = 'regina' and f.funcname = '_pop_one') = 4,
         'a run of two alike requests takes it';
     assert v_got -> 0 -> 'messages' -> 0 ->> 'transactionId' = 'y-2'
            and v_got -> 1 -> 'messages' -> 0 ->> 'transactionId' = 'z-2',
@@ -67,7 +71,7 @@ begin
                   '[{"queue":"lw","partition":"q","transactionId":"y-3","messageId":"0196a000-0000-7000-8000-00000000d003"}]', '[3]',
                   '[{"queue":"lw","consumerGroup":"g","autoAck":true,"quiet":true}]') p);
     assert (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 6
+            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 7
        and (select f.calls from pg_stat_xact_user_functions f
             where f.schemaname = 'regina' and f.funcname = 'pop_text') = 6,
         'push_pop_text answers its pop by _pop_lone alone';
@@ -324,6 +328,11 @@ begin
         t + interval '11 seconds');
     assert v_got.o_path = 'general' and (v_got.o_results[1] -> 'messages' -> 0 ->> 'retryCount') = '1',
         format('an expired lease is accounted by the general path: %s', v_got);
+    -- Requests not alike (another batch): not a run, declined.
+    assert (regina._pop_lone(array(select r from jsonb_populate_recordset(null::regina.pop_request,
+                '[{"queue":"ll","consumerGroup":"g","autoAck":true,"batch":1},
+                  {"queue":"ll","consumerGroup":"g","autoAck":true,"batch":2}]') r), t)).o_results
+           is null, 'requests not alike are declined';
     -- A batch cut just before another group's requeued delivery: the head passes over it.
     perform regina.configure('{"queue":"la","options":{"retryLimit":0}}');
     perform regina.pop('[{"queue":"la","consumerGroup":"g1","autoAck":true},
