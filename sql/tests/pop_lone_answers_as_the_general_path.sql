@@ -12,9 +12,17 @@
 -- path for a call of one request.
 
 -- regina.pop_text answers a call of one plain request, or of a run of alike ones, by _pop_lone
--- alone, and a call of requests that are not alike by the general path. (First in the file: a PL/pgSQL call site decides once per transaction whether
--- it counts its calls, as it first runs.)
+-- alone, and a call of requests that are not alike by the general path. (First in the file: a
+-- PL/pgSQL call site decides once per transaction whether it counts its calls, as it first runs.)
 set track_functions = 'pl';
+
+-- How many times this transaction called function regina.<i_name> (0: never).
+create function pg_temp.calls(i_name text) returns bigint
+language sql as $$
+    select coalesce((select f.calls from pg_stat_xact_user_functions f
+                     where f.schemaname = 'regina' and f.funcname = i_name), 0)
+$$;
+
 do $$
 declare
     t timestamptz := '2026-07-01T00:00:00Z';
@@ -28,10 +36,8 @@ end
 $$;
 do $$
 declare
-    v_lone bigint := (select f.calls from pg_stat_xact_user_functions f
-                      where f.schemaname = 'regina' and f.funcname = '_pop_lone');
-    v_one bigint := (select f.calls from pg_stat_xact_user_functions f
-                     where f.schemaname = 'regina' and f.funcname = '_pop_one');
+    v_lone bigint := pg_temp.calls('_pop_lone');
+    v_one bigint := pg_temp.calls('_pop_one');
     v_got jsonb;
 begin
     -- The first call subscribed (the general path after a decline); the next two were plain.
@@ -41,10 +47,7 @@ begin
                   '[{"queue":"lw","consumerGroup":"g","autoAck":true,"batch":2},
                     {"queue":"lw","consumerGroup":"h","autoAck":true}]',
                   '2026-07-01T00:00:02Z') p);
-    assert (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 4
-       and (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_one') = 3,
+    assert pg_temp.calls('_pop_lone') = 4 and pg_temp.calls('_pop_one') = 3,
         'a call of two requests not alike is declined and served one request at a time';
     assert v_got -> 0 -> 'messages' -> 1 ->> 'transactionId' = 'x-2', format('served: %s', v_got);
     perform pg_temp.push_numbered('lw', 'q', 'y-', 1, 1, '2026-07-01T00:00:03Z');
@@ -58,22 +61,17 @@ begin
                   '[{"queue":"lw","consumerGroup":"g","autoAck":true},
                     {"queue":"lw","consumerGroup":"g","autoAck":true}]',
                   '2026-07-01T00:00:06Z') p);
-    assert (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 6
-       and (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_one') = 4,
+    assert pg_temp.calls('_pop_lone') = 6 and pg_temp.calls('_pop_one') = 4,
         'a run of two alike requests takes it';
     assert v_got -> 0 -> 'messages' -> 0 ->> 'transactionId' = 'y-2'
            and v_got -> 1 -> 'messages' -> 0 ->> 'transactionId' = 'z-2',
         format('each request of the run served a partition: %s', v_got);
     -- A push with the pop of a long-poll in its transaction: the same path, without pop_text.
     v_got := (select jsonb_agg(to_jsonb(p) order by p.pop, p.idx) from regina.push_pop_text(
-                  '[{"queue":"lw","partition":"q","transactionId":"y-3","messageId":"0196a000-0000-7000-8000-00000000d003"}]', '[3]',
+                  '[{"queue":"lw","partition":"q","transactionId":"y-3",
+                     "messageId":"0196a000-0000-7000-8000-00000000d003"}]', '[3]',
                   '[{"queue":"lw","consumerGroup":"g","autoAck":true,"quiet":true}]') p);
-    assert (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = '_pop_lone') = 7
-       and (select f.calls from pg_stat_xact_user_functions f
-            where f.schemaname = 'regina' and f.funcname = 'pop_text') = 6,
+    assert pg_temp.calls('_pop_lone') = 7 and pg_temp.calls('pop_text') = 6,
         'push_pop_text answers its pop by _pop_lone alone';
     assert v_got -> 1 ->> 'pop' = 'true' and v_got -> 1 ->> 'idx' = '0'
            and (v_got -> 1 ->> 'result')::jsonb -> 'messages' -> 0 ->> 'transactionId' = 'y-3'
