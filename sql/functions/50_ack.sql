@@ -5,11 +5,17 @@
 
 -- Resolves the items of one ack call: message, partition, queue and consumer group (§4.5). The
 -- message is the group's requeued delivery of the transactionId when there is one (§4.6), else
--- the ordinary message, looked up inside the item's lease before the whole partition (an ack of
--- a message outside its lease, or without one, is the one that can cost a partition's range).
+-- the ordinary message: one entry of the key's unique index (`messages_dedup`), asked for as
+-- regina._stored_key asks, with sorts off so that this index is the only plan without one
+-- whatever the statistics say. (It was read inside the item's lease first, by offsets: with
+-- statistics that rate a partition as nearly empty, that read scanned the lease's range for
+-- every item, so an ack/batch of a whole lease handled its size squared.) PL/pgSQL, so that its
+-- settings hold and its plan is kept.
 create or replace function regina._ack_items(i_acks jsonb)
 returns setof regina.ack_item
-language sql stable as $$
+language plpgsql stable set enable_sort = off set jit = off as $$
+begin
+    return query
     with items as (
         -- The items read once into their declared shape (migrations/0014_request_types.sql),
         -- each marked when it is the first of its key: the partition, lease and group it names.
@@ -25,14 +31,13 @@ language sql stable as $$
         -- from flattening them into a join that could scan every partition when it guesses the
         -- item count wrong).
         select i.*, p.id as p_id, p.name as p_name, p.queue_id as p_queue_id,
-               l.consumer_group as l_group, l.next_seq as l_from, l.lease_end_seq as l_to
+               l.consumer_group as l_group
         from items i
         left join lateral (select pp.id, pp.name, pp.queue_id from regina.partitions pp
                            where i.first and pp.uuid = regina._uuid_or_null(i."partitionId")
                            limit 1) p on true
-        -- The cursor of the lease the item names, if any: its group, and the offsets the lease
-        -- spans.
-        left join lateral (select c.consumer_group, c.next_seq, c.lease_end_seq
+        -- The cursor of the lease the item names, if any: its group.
+        left join lateral (select c.consumer_group
                            from regina.cursors c
                            where i.first and c.partition_id = p.id
                              and (c.lease_id = i.lease or c.last_lease_id = i.lease)
@@ -43,8 +48,7 @@ language sql stable as $$
         select f.ordinality, f."transactionId", f.status, f."leaseId", f.error, f.explicit,
                f.lease,
                max(f.p_id) over k as partition_id, max(f.p_name) over k as partition_name,
-               max(f.p_queue_id) over k as queue_id, max(f.l_group) over k as of_lease,
-               max(f.l_from) over k as lease_from, max(f.l_to) over k as lease_to
+               max(f.p_queue_id) over k as queue_id, max(f.l_group) over k as of_lease
         from firsts f
         window k as (partition by f."partitionId", f."leaseId", f."consumerGroup"))
     select (i.ordinality - 1)::integer,
@@ -60,15 +64,13 @@ language sql stable as $$
                        and r.for_group = coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__')
                        and r.transaction_id = i."transactionId"
                      order by r.seq desc limit 1),
-                    -- Within the lease first, when it is the group's: a range of offsets that
-                    -- the lease bounds, whatever plan the statistics give (with those of a nearly
-                    -- empty table the planner reads the partition's primary key range whole).
                     (select m.seq from regina.messages m
-                     where m.partition_id = i.partition_id and m.transaction_id = i."transactionId"
+                     where m.partition_id = i.partition_id
+                       and m.transaction_id >= i."transactionId"
+                       and m.transaction_id <= i."transactionId"
                        and m.for_group is null
-                       and i.of_lease = coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__')
-                       and m.seq >= i.lease_from and m.seq <= i.lease_to),
-                    (regina._stored_key(i.partition_id, i."transactionId")).o_seq),
+                     order by m.transaction_id
+                     limit 1)),
            coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__'),
            i.explicit is not null and i.of_lease is not null and i.explicit <> i.of_lease
                and not exists (select 1 from regina.cursors c
@@ -78,7 +80,8 @@ language sql stable as $$
     from keyed i
     left join lateral (select q.id, q.name from regina.queues q where q.id = i.queue_id limit 1) q
         on true
-    order by i.ordinality
+    order by i.ordinality;
+end
 $$;
 
 -- _ack_items of a call of one item (the item alone, not in an array): the same resolution by a

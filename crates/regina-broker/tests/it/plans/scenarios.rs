@@ -253,6 +253,22 @@ pub const DELIVERY: &[&Scenario] = &[
     },
     &Scenario {
         input: identity,
+        own_database: true,
+        stale_statistics: true,
+        name: "ack/batch of n messages of one lease, its partition filled after the statistics",
+        setup: |queue, n| {
+            format!(
+                "{}; {ANALYZE_FILLED}; {}; {}; {}",
+                spread_backlog(queue, 1, "{}"),
+                push_call(&push_items(queue, n, 1, "deep")),
+                pop_call(queue, n, n + 1, 1, false),
+                stage(&lease_acks(n, "completed"))
+            )
+        },
+        call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
+        input: identity,
         own_database: false,
         stale_statistics: false,
         name: "ack/batch failing n leases (retries and dead letters)",
