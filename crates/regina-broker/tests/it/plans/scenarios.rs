@@ -157,6 +157,18 @@ fn lease_acks(n: usize, status: &str) -> String {
     )
 }
 
+/// `queue` with one message in `p0`, then `before_fill` (statements, or none), then `n` more
+/// messages in `p0`, all leased by one pop, and the acks of the whole lease staged for the call.
+fn one_lease_to_ack(queue: &str, n: usize, before_fill: &str) -> String {
+    format!(
+        "{}; {before_fill}; {}; {}; {}",
+        spread_backlog(queue, 1, "{}"),
+        push_call(&push_items(queue, n, 1, "deep")),
+        pop_call(queue, n, n + 1, 1, false),
+        stage(&lease_acks(n, "completed"))
+    )
+}
+
 /// The pop, ack, transaction and lease scenarios.
 pub const DELIVERY: &[&Scenario] = &[
     &Scenario {
@@ -240,15 +252,7 @@ pub const DELIVERY: &[&Scenario] = &[
         own_database: false,
         stale_statistics: false,
         name: "ack/batch of n messages of one lease",
-        setup: |queue, n| {
-            format!(
-                "{}; {}; {}; {}",
-                spread_backlog(queue, 1, "{}"),
-                push_call(&push_items(queue, n, 1, "deep")),
-                pop_call(queue, n, n + 1, 1, false),
-                stage(&lease_acks(n, "completed"))
-            )
-        },
+        setup: |queue, n| one_lease_to_ack(queue, n, ""),
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
     },
     &Scenario {
@@ -256,15 +260,7 @@ pub const DELIVERY: &[&Scenario] = &[
         own_database: true,
         stale_statistics: true,
         name: "ack/batch of n messages of one lease, its partition filled after the statistics",
-        setup: |queue, n| {
-            format!(
-                "{}; {ANALYZE_FILLED}; {}; {}; {}",
-                spread_backlog(queue, 1, "{}"),
-                push_call(&push_items(queue, n, 1, "deep")),
-                pop_call(queue, n, n + 1, 1, false),
-                stage(&lease_acks(n, "completed"))
-            )
-        },
+        setup: |queue, n| one_lease_to_ack(queue, n, ANALYZE_FILLED),
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
     },
     &Scenario {
