@@ -9,32 +9,45 @@
 -- subscription start are settled for it. A requeued delivery stands in for its message in the
 -- group it is meant for.
 
+-- Where each known group stands on partition i_id of queue i_queue_id, whose next offset is
+-- i_next_seq and newest message was created at i_last_created_at.
+create or replace function regina._groups_of(i_id bigint, i_queue_id bigint, i_next_seq bigint,
+                                             i_last_created_at timestamptz, i_now timestamptz)
+returns table (partition_id bigint, consumer_group text, has_cursor boolean, head bigint,
+               marks bigint[], lease_live boolean, lease_expires_at timestamptz,
+               lease_end_seq bigint, head_attempts integer, head_error text)
+language sql stable as $$
+    select i_id, k.consumer_group, c.partition_id is not null,
+           case when c.partition_id is not null then c.next_seq
+                when k.start_at is null then 0
+                when i_last_created_at is null or k.start_at > i_last_created_at
+                    then i_next_seq
+                else regina._start_seq(i_id, k.start_at) end,
+           coalesce(c.marks || c.lease_marks, '{}'),
+           coalesce(c.lease_active and c.lease_expires_at > i_now, false),
+           c.lease_expires_at, c.lease_end_seq, coalesce(c.head_attempts, 0), c.head_error
+    from (select s.consumer_group, s.start_at from regina.subscriptions s
+          where s.queue_id = i_queue_id
+          union all
+          select o.consumer_group, null from regina.cursors o
+          where o.partition_id = i_id
+            and not exists (select 1 from regina.subscriptions s
+                            where s.queue_id = i_queue_id
+                              and s.consumer_group = o.consumer_group)) k
+    left join regina.cursors c on c.partition_id = i_id and c.consumer_group = k.consumer_group
+$$;
+
 -- Where each known group stands on each partition of i_partition_ids.
 create or replace function regina._partition_groups(i_partition_ids bigint[], i_now timestamptz)
 returns table (partition_id bigint, consumer_group text, has_cursor boolean, head bigint,
                marks bigint[], lease_live boolean, lease_expires_at timestamptz,
                lease_end_seq bigint, head_attempts integer, head_error text)
 language sql stable as $$
-    select p.id, k.consumer_group, c.partition_id is not null,
-           case when c.partition_id is not null then c.next_seq
-                when k.start_at is null then 0
-                when p.last_created_at is null or k.start_at > p.last_created_at then p.next_seq
-                else regina._start_seq(p.id, k.start_at) end,
-           coalesce(c.marks || c.lease_marks, '{}'),
-           coalesce(c.lease_active and c.lease_expires_at > i_now, false),
-           c.lease_expires_at, c.lease_end_seq, coalesce(c.head_attempts, 0), c.head_error
+    select g.*
     -- One primary-key probe per id: `p.id = any (ids)` compared every partition with every id.
     from unnest(i_partition_ids) x(id)
     join regina.partitions p on p.id = x.id
-    cross join lateral (
-        select s.consumer_group, s.start_at from regina.subscriptions s where s.queue_id = p.queue_id
-        union all
-        select o.consumer_group, null from regina.cursors o
-        where o.partition_id = p.id
-          and not exists (select 1 from regina.subscriptions s
-                          where s.queue_id = p.queue_id and s.consumer_group = o.consumer_group)
-    ) k
-    left join regina.cursors c on c.partition_id = p.id and c.consumer_group = k.consumer_group
+    cross join lateral regina._groups_of(p.id, p.queue_id, p.next_seq, p.last_created_at, i_now) g
 $$;
 
 -- The status of message i_m for every known group of its partition and every group holding a
@@ -128,12 +141,20 @@ $$;
 -- prefix are counted from offsets (offsets come without gaps, and deleted ones are recorded as
 -- holes), so a partition costs the same whatever it stores, and so are its dead letters (from
 -- their tallies). Only settled marks above the prefix are looked at one by one, and only lease
--- ranges are read for `processing`.
+-- ranges are read for `processing`. With each partition, its queue and next offset as read
+-- there (a partition that no longer exists has no row).
+select regina._drop_outdated('regina._partition_counts(bigint[], timestamptz)', 'next_seq bigint');
 create or replace function regina._partition_counts(i_partition_ids bigint[], i_now timestamptz)
-returns table (partition_id bigint, total bigint, pending bigint, processing bigint,
-               completed bigint, failed bigint, dead_letter bigint)
+returns table (partition_id bigint, queue_id bigint, next_seq bigint, total bigint, pending bigint,
+               processing bigint, completed bigint, failed bigint, dead_letter bigint)
 language sql stable as $$
-    with g as (select * from regina._partition_groups(i_partition_ids, i_now)),
+    -- Each partition's row read once (one primary-key probe per id), for its groups and its
+    -- offsets.
+    with parts as (select p.id, p.queue_id, p.next_seq, p.last_created_at
+                   from unnest(i_partition_ids) x(id) join regina.partitions p on p.id = x.id),
+    g as (select g.* from parts p
+          cross join lateral regina._groups_of(p.id, p.queue_id, p.next_seq, p.last_created_at,
+                                               i_now) g),
     low as (select g.partition_id, min(g.head) as seq, count(*) filter (where g.head_attempts > 0
                                                                         and g.has_cursor) as failed
             from g group by g.partition_id),
@@ -176,7 +197,7 @@ language sql stable as $$
     marked_n as (select k.partition_id, count(*) as n from marked k group by k.partition_id),
     reopened_n as (select o.partition_id, count(*) as n from reopened o group by o.partition_id),
     counted as (
-        select p.id,
+        select p.id, p.queue_id, p.next_seq,
                n.all_rows - coalesce(rq.n, 0) as total,
                case when low.seq is null then 0 else
                    n.below - coalesce(rq.below, 0) + coalesce(mk.n, 0) - coalesce(ro.n, 0) end
@@ -187,7 +208,7 @@ language sql stable as $$
                -- as many rows as statements changed its dead letters since its last recount.
                (select coalesce(sum(t.n), 0)::bigint from regina.dead_letter_tallies t
                 where t.partition_id = p.id) as dead_letter
-        from unnest(i_partition_ids) p(id)
+        from parts p
         left join low on low.partition_id = p.id
         left join requeued_n rq on rq.partition_id = p.id
         left join marked_n mk on mk.partition_id = p.id
@@ -203,14 +224,15 @@ language sql stable as $$
                         else least(low.seq, b.hi) - b.lo - k.holes_below end as below
             from (select (select min(m.seq) from regina.messages m
                           where m.partition_id = p.id) as lo,
-                         (select pp.next_seq from regina.partitions pp where pp.id = p.id) as hi
+                         p.next_seq as hi
                   offset 0) b
             cross join lateral (select count(*) as holes,
                                        count(*) filter (where h.seq < low.seq) as holes_below
                                 from regina.partition_holes h
                                 where h.partition_id = p.id and h.seq > b.lo) k
             offset 0) n)
-    select c.id, c.total, greatest(c.total - c.completed - c.processing, 0), c.processing,
-           c.completed, c.failed, c.dead_letter
+    select c.id, c.queue_id, c.next_seq, c.total,
+           greatest(c.total - c.completed - c.processing, 0), c.processing, c.completed, c.failed,
+           c.dead_letter
     from counted c
 $$;

@@ -1,7 +1,9 @@
 -- The stats refresh (http-api.md §4.15, ADR 0012): keeps the tables of migrations/0009_stats.sql in
--- line with the base tables. A pass is `stats_refresh_begin` (find the partitions that may have
--- changed), `stats_refresh_batch` until it returns less than its limit and not less than 0
--- (recount them, a bounded number of partitions and of their rows per transaction), then
+-- line with the base tables. A pass is `stats_refresh_begin` (its window of partitions, and the
+-- partitions that may have changed in ways a comparison of the window cannot see),
+-- `stats_refresh_batch` until it returns less than its limit and not less than 0 (find the
+-- window's changed partitions as it goes and recount them with the others, a bounded number of
+-- partitions and of their rows per transaction), then
 -- `stats_refresh_end` (queue and group sums, the lag history, the pass's bookkeeping). Each call
 -- is a short transaction of its own; the caller holds the stats lock for the pass, so passes
 -- never overlap. Nothing here locks a row that pushes, pops or acks use, and none of them writes
@@ -135,29 +137,42 @@ language sql stable as $$
     left join regina.subscriptions s on s.queue_id = i_queue_id and s.consumer_group = g.name
 $$;
 
--- The partitions with ids in (i_after, i_last] whose offsets moved since they were counted (or
--- that were never counted): the two tables' primary keys read once each over the window, side by
--- side (a merge). A probe of the counts per partition cost three times as much at 100 000
--- partitions (186 against 70 ms on an idle database).
-create or replace function regina._stats_offsets_moved(i_after bigint, i_last bigint)
-returns setof bigint
+-- The first i_limit partitions with ids in (i_after, i_last], in id order, that may have changed
+-- since they were counted (or were never counted), each with its size as a batch bounds it (its
+-- last count plus the offsets pushed since): a new `next_seq`, or a ready row when counted and
+-- none now. The two tables' primary keys are read side by side from i_after (a merge) until
+-- i_limit are found, and the ready set is probed only for partitions counted with work. A probe
+-- of the counts per partition cost three times as much at 100 000 partitions (186 against 70 ms
+-- for a window on an idle database).
+drop function if exists regina._stats_offsets_moved(bigint, bigint);
+create or replace function regina._stats_walk(i_after bigint, i_last bigint, i_limit integer)
+returns table (partition_id bigint, size bigint)
 language sql stable
 set enable_seqscan = off set enable_bitmapscan = off set enable_nestloop = off
 set enable_hashjoin = off set enable_sort = off set jit = off as $$
-    select p.id from regina.partitions p
+    select p.id, coalesce(s.total, 0) + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
+    from regina.partitions p
     left join regina.partition_stats s
            on s.partition_id = p.id and s.partition_id > i_after and s.partition_id <= i_last
     where p.id > i_after and p.id <= i_last
-      and (s.partition_id is null or s.next_seq <> p.next_seq)
+      and (s.partition_id is null or s.next_seq <> p.next_seq
+           or (s.has_work
+               and (select true from regina.ready r where r.partition_id = p.id limit 1) is null))
+    order by p.id
+    limit i_limit
 $$;
 
--- Starts a pass: marks the partitions to recount in `stats_dirty`, drops the stats of queues that
--- no longer exist, and returns how many partitions it marked. Partitions are compared with their
--- counts in windows of at most i_scan, by id, each pass resuming after the previous window: every
--- statement here reads at most i_scan partitions, the ready rows moved since the last pass and
--- the partitions of queues whose groups changed, so a pass at any size ends and the next catches
--- up. With more partitions than i_scan, a push to a partition outside the window shows at a later
--- pass (moves of ready rows, deletions and group changes show at the next one).
+-- Starts a pass: sets its window of partitions, marks in `stats_dirty` the partitions to recount
+-- that the window's comparison cannot see, drops the stats of queues that no longer exist, and
+-- returns how many partitions it marked. Partitions are compared with their counts in windows of
+-- at most i_scan, by id, each pass resuming after the previous window: the batches compare the
+-- window's partitions as they go (_stats_walk, from `stats_state.walk_after_id` up to
+-- `walk_last_id`), so no statement reads more than i_scan partitions, the ready rows moved since
+-- the last pass and the partitions of queues whose groups changed, and a pass at any size ends
+-- and the next catches up. With more partitions than i_scan, a push to a partition outside the
+-- window shows at a later pass (moves of ready rows, deletions and group changes show at the next
+-- one). (Listing the window's moved partitions here, for the batches to take back, cost about
+-- 7 µs per partition in the listing's inserts alone: 0.6 s at the start of a pass over 75 000.)
 select regina._drop_outdated('regina.stats_refresh_begin(timestamptz)', 'i_scan');
 create or replace function regina.stats_refresh_begin(i_now timestamptz default null,
                                                       i_scan integer default 100000)
@@ -189,7 +204,8 @@ begin
                                         and a.backend_type = 'client backend'
                                         and a.pid <> pg_backend_pid())),
         pass_started_at = clock_timestamp(),
-        scan_after_id = case when v_window < i_scan then 0 else v_last end;
+        scan_after_id = case when v_window < i_scan then 0 else v_last end,
+        walk_after_id = v_after, walk_last_id = coalesce(v_last, v_after);
 
     insert into regina.queue_stats (queue_id, groups)
     select q.id, regina._stats_groups(q.id) from regina.queues q
@@ -203,12 +219,6 @@ begin
     where not exists (select 1 from regina.queues q where q.id = s.queue_id);
 
     insert into regina.stats_dirty (partition_id)
-    select k.id from regina._stats_offsets_moved(v_after, v_last) k(id)
-    union
-    select s.partition_id from regina.partition_stats s
-    where s.partition_id > v_after and s.partition_id <= v_last and s.has_work
-      and not exists (select 1 from regina.ready r where r.partition_id = s.partition_id)
-    union
     select p.id from unnest(v_regrouped) g(queue_id)
     join regina.partitions p on p.queue_id = g.queue_id
     union   -- ready rows live only for subscribed groups: one index range per subscription
@@ -223,29 +233,13 @@ begin
 end
 $$;
 
--- Adds (i_sign 1) or subtracts (-1) the counts of partitions i_partition_ids to their queues'
--- sums.
-create or replace function regina._queue_stats_add(i_partition_ids bigint[], i_sign integer)
-returns void
-language plpgsql as $$
-begin
-    update regina.queue_stats q
-    set total = q.total + i_sign * c.total, pending = q.pending + i_sign * c.pending,
-        processing = q.processing + i_sign * c.processing,
-        completed = q.completed + i_sign * c.completed, failed = q.failed + i_sign * c.failed,
-        dead_letter = q.dead_letter + i_sign * c.dead_letter
-    from (select s.queue_id, sum(s.total) as total, sum(s.pending) as pending,
-                 sum(s.processing) as processing, sum(s.completed) as completed,
-                 sum(s.failed) as failed, sum(s.dead_letter) as dead_letter
-          from regina.partition_stats s where s.partition_id = any (i_partition_ids)
-          group by s.queue_id) c
-    where q.queue_id = c.queue_id;
-end
-$$;
+drop function if exists regina._queue_stats_add(bigint[], integer);
 
--- Recounts up to i_limit partitions waiting in `stats_dirty` (the counts of http-api.md §4.16 and
--- the lag of each group with work there); returns how many were taken. `next_seq` and `has_work`
--- are read in the same statement as the counts, so a push or a move after it shows as a change.
+-- Recounts up to i_limit partitions waiting (the counts of http-api.md §4.16 and the lag of each
+-- group with work there); returns how many were taken. A partition waits when it is in
+-- `stats_dirty` or when it lies in the rest of the pass's window and _stats_walk finds it
+-- changed. `next_seq` and `has_work` are read in the same statement as the counts, so a push or a
+-- move after it shows as a change.
 --
 -- i_rows (null: no bound): about how many stored messages the partitions of the batch may hold.
 -- A recount once read every row of its partition; it now counts from offsets and holes
@@ -265,29 +259,58 @@ returns integer
 language plpgsql set enable_seqscan = off set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_after bigint;
+    v_last bigint;
+    v_walked bigint[];
+    v_walked_sizes bigint[];
+    v_walk_to bigint;
     v_ids bigint[];
     v_waiting integer;
 begin
-    -- The waiting partitions with their sizes, locked (rows left out stay waiting).
+    -- The next changed partitions of the window, and where the comparison got to: its last if
+    -- it found i_limit (more may follow), else the window's end.
+    select s.walk_after_id, s.walk_last_id into v_after, v_last from regina.stats_state s;
+    select coalesce(array_agg(w.partition_id order by w.partition_id), '{}'),
+           coalesce(array_agg(w.size order by w.partition_id), '{}')
+    into v_walked, v_walked_sizes
+    from regina._stats_walk(v_after, v_last, i_limit) w;
+    v_walk_to := case when cardinality(v_walked) < i_limit then v_last
+                      else v_walked[cardinality(v_walked)] end;
+    -- With the waiting ones of `stats_dirty` (locked; rows left out stay waiting), each with its
+    -- size, the first i_limit in id order under the bound.
     select coalesce(array_agg(w.partition_id order by w.partition_id)
-                        filter (where i_rows is null or w.before < greatest(i_rows, 1)), '{}'),
+                        filter (where w.n <= i_limit
+                                  and (i_rows is null or w.before < greatest(i_rows, 1))), '{}'),
            count(*)
     into v_ids, v_waiting
     from (select x.partition_id,
+                 row_number() over (order by x.partition_id) as n,
                  coalesce(sum(x.size) over (order by x.partition_id
                                             rows between unbounded preceding and 1 preceding),
                           0) as before
-          from (select y.partition_id,
-                       -- A correlated lookup, not a join: a join with the partitions may be
-                       -- planned as a merge over their whole primary key.
-                       (select coalesce(s.total, 0)
-                               + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
-                        from regina.partitions p
-                        left join regina.partition_stats s on s.partition_id = p.id
-                        where p.id = y.partition_id) as size
-                from (select z.partition_id from regina.stats_dirty z
-                      order by z.partition_id limit i_limit
-                      for update skip locked) y) x) w;
+          from (select k.partition_id, max(k.size) as size
+                from (select y.partition_id,
+                             -- A correlated lookup, not a join: a join with the partitions may
+                             -- be planned as a merge over their whole primary key.
+                             (select coalesce(s.total, 0)
+                                     + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
+                              from regina.partitions p
+                              left join regina.partition_stats s on s.partition_id = p.id
+                              where p.id = y.partition_id) as size
+                      from (select z.partition_id from regina.stats_dirty z
+                            order by z.partition_id limit i_limit
+                            for update skip locked) y
+                      union all
+                      select u.id, u.size from unnest(v_walked, v_walked_sizes) u(id, size)) k
+                group by k.partition_id) x) w;
+    -- The comparison goes on after the last partition it found that this batch takes (those
+    -- found after it are found again).
+    update regina.stats_state s
+    set walk_after_id = case
+            when cardinality(v_walked) = 0 or v_walked[cardinality(v_walked)] <= v_ids[cardinality(v_ids)]
+                then v_walk_to
+            else coalesce((select max(u.id) from unnest(v_walked) u(id)
+                           where u.id <= v_ids[cardinality(v_ids)]), v_after) end;
     if cardinality(v_ids) = 0 then
         return 0;
     end if;
@@ -298,30 +321,58 @@ begin
                     returning t.partition_id, t.n)
     insert into regina.dead_letter_tallies (partition_id, n)
     select f.partition_id, sum(f.n) from folded f group by f.partition_id having sum(f.n) <> 0;
-    -- The queues' sums follow each batch (their counts out, the new ones in below), so a change
-    -- shows in the queue's totals once its partition is recounted, not only when the pass ends;
-    -- the end of the pass sums them again from scratch.
-    perform regina._queue_stats_add(v_ids, -1);
-    delete from regina.partition_stats s
-    where s.partition_id = any (v_ids)
-      and not exists (select 1 from regina.partitions p where p.id = s.partition_id);
+    -- One statement recounts the partitions, drops the counts of those that no longer exist,
+    -- and moves their queues' sums by the difference (the old counts are this statement's
+    -- snapshot of them), so a change shows in the queue's totals once its partition is
+    -- recounted, not only when the pass ends; the end of the pass sums them again from scratch.
+    -- `next_seq` and `has_work` are read with the counts.
+    with old as (
+        select s.partition_id, s.queue_id, s.total, s.pending, s.processing, s.completed,
+               s.failed, s.dead_letter
+        from regina.partition_stats s where s.partition_id = any (v_ids)),
+    counted as (
+        select c.partition_id, c.queue_id, c.next_seq,
+               -- One probe per partition (an `exists` may be planned as a read of every ready
+               -- row, hashed).
+               (select true from regina.ready r where r.partition_id = c.partition_id limit 1)
+                   is not null as has_work,
+               c.total, c.pending, c.processing, c.completed, c.failed, c.dead_letter
+        from regina._partition_counts(v_ids, v_now) c),
+    gone as (
+        delete from regina.partition_stats s
+        where s.partition_id = any (array(select o.partition_id from old o
+                                          where not exists (select 1 from counted k
+                                                            where k.partition_id = o.partition_id)))),
+    written as (
+        insert into regina.partition_stats as s (partition_id, queue_id, next_seq, has_work, total,
+                                                 pending, processing, completed, failed,
+                                                 dead_letter, counted_at)
+        select k.partition_id, k.queue_id, k.next_seq, k.has_work, k.total, k.pending,
+               k.processing, k.completed, k.failed, k.dead_letter, v_now
+        from counted k
+        on conflict (partition_id) do update
+            set queue_id = excluded.queue_id, next_seq = excluded.next_seq,
+                has_work = excluded.has_work, total = excluded.total, pending = excluded.pending,
+                processing = excluded.processing, completed = excluded.completed,
+                failed = excluded.failed, dead_letter = excluded.dead_letter,
+                counted_at = excluded.counted_at)
+    update regina.queue_stats q
+    set total = q.total + d.total, pending = q.pending + d.pending,
+        processing = q.processing + d.processing, completed = q.completed + d.completed,
+        failed = q.failed + d.failed, dead_letter = q.dead_letter + d.dead_letter
+    from (select x.queue_id, sum(x.total) as total, sum(x.pending) as pending,
+                 sum(x.processing) as processing, sum(x.completed) as completed,
+                 sum(x.failed) as failed, sum(x.dead_letter) as dead_letter
+          from (select k.queue_id, k.total, k.pending, k.processing, k.completed, k.failed,
+                       k.dead_letter
+                from counted k
+                union all
+                select o.queue_id, -o.total, -o.pending, -o.processing, -o.completed, -o.failed,
+                       -o.dead_letter
+                from old o) x
+          group by x.queue_id) d
+    where q.queue_id = d.queue_id;
     delete from regina.partition_lag l where l.partition_id = any (v_ids);
-
-    insert into regina.partition_stats as s (partition_id, queue_id, next_seq, has_work, total,
-                                             pending, processing, completed, failed, dead_letter,
-                                             counted_at)
-    select p.id, p.queue_id, p.next_seq,
-           exists (select 1 from regina.ready r where r.partition_id = p.id),
-           c.total, c.pending, c.processing, c.completed, c.failed, c.dead_letter, v_now
-    from regina._partition_counts(v_ids, v_now) c
-    join regina.partitions p on p.id = c.partition_id
-    on conflict (partition_id) do update
-        set queue_id = excluded.queue_id, next_seq = excluded.next_seq,
-            has_work = excluded.has_work, total = excluded.total, pending = excluded.pending,
-            processing = excluded.processing, completed = excluded.completed,
-            failed = excluded.failed, dead_letter = excluded.dead_letter,
-            counted_at = excluded.counted_at;
-    perform regina._queue_stats_add(v_ids, 1);
 
     insert into regina.partition_lag (partition_id, consumer_group, queue_id, offset_lag, head_at)
     select r.partition_id, r.consumer_group, r.queue_id, l.o_offset_lag, l.o_head_at
@@ -333,7 +384,7 @@ begin
            on s.queue_id = r.queue_id and s.consumer_group = r.consumer_group
     cross join lateral regina._group_lag(p, c, s.start_at) l
     where r.partition_id = any (v_ids) and l.o_offset_lag > 0;
-    return case when cardinality(v_ids) < v_waiting then -cardinality(v_ids)
+    return case when cardinality(v_ids) < least(v_waiting, i_limit) then -cardinality(v_ids)
                 else cardinality(v_ids) end;
 end
 $$;
