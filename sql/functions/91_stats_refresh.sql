@@ -188,7 +188,11 @@ declare
     v_regrouped bigint[];
     v_marked bigint;
 begin
-    select coalesce(s.since, '-infinity'), s.scan_after_id into v_since, v_after
+    -- A pass that ended before its batches had compared its whole window (the leader stepped
+    -- down, the pass reached its most batches) left the rest of it: this window starts there.
+    select coalesce(s.since, '-infinity'),
+           case when s.walk_after_id < s.walk_last_id then s.walk_after_id else s.scan_after_id end
+    into v_since, v_after
     from regina.stats_state s for update;
     select max(w.id), count(*) into v_last, v_window
     from (select p.id from regina.partitions p where p.id > v_after order by p.id

@@ -84,5 +84,24 @@ begin
         format('two batches of one: %s', v_n);
     v_n := pg_temp.stats_pass(t0 + interval '9 seconds', 1);
     assert v_n = 0, format('nothing changed, nothing recounted: %s', v_n);
+
+    -- A pass that stops before its walk is done (windows of two partitions here): the next one
+    -- starts where it stopped, not after its window.
+    perform pg_temp.push('wa', 1, 'u', t0 + interval '10 seconds');
+    perform pg_temp.push('wb', 1, 'u', t0 + interval '10 seconds');
+    perform pg_temp.push('wc', 1, 'u', t0 + interval '10 seconds');
+    perform regina.stats_refresh_begin(t0 + interval '11 seconds', 2);
+    v_n := regina.stats_refresh_batch(1, t0 + interval '11 seconds');
+    assert v_n = 1 and pg_temp.total('wa') = 34 and pg_temp.total('wb') = 32,
+        format('wa only, then the pass stops: %s', v_n);
+    perform regina.stats_refresh_begin(t0 + interval '12 seconds', 2);
+    loop
+        v_n := regina.stats_refresh_batch(1, t0 + interval '12 seconds');
+        exit when v_n < 1;
+    end loop;
+    perform regina.stats_refresh_end(2, t0 + interval '12 seconds');
+    assert pg_temp.total('wb') = 33 and pg_temp.total('wc') = 9,
+        format('wb and wc, the rest of the stopped window: %s, %s',
+               pg_temp.total('wb'), pg_temp.total('wc'));
 end
 $$;
