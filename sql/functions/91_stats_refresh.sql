@@ -311,8 +311,8 @@ begin
     -- found after it are found again).
     update regina.stats_state s
     set walk_after_id = case
-            when cardinality(v_walked) = 0 or v_walked[cardinality(v_walked)] <= v_ids[cardinality(v_ids)]
-                then v_walk_to
+            when cardinality(v_walked) = 0
+                 or v_walked[cardinality(v_walked)] <= v_ids[cardinality(v_ids)] then v_walk_to
             else coalesce((select max(u.id) from unnest(v_walked) u(id)
                            where u.id <= v_ids[cardinality(v_ids)]), v_after) end;
     if cardinality(v_ids) = 0 then
@@ -344,9 +344,9 @@ begin
         from regina._partition_counts(v_ids, v_now) c),
     gone as (
         delete from regina.partition_stats s
-        where s.partition_id = any (array(select o.partition_id from old o
-                                          where not exists (select 1 from counted k
-                                                            where k.partition_id = o.partition_id)))),
+        where s.partition_id = any (array(
+            select o.partition_id from old o
+            where not exists (select 1 from counted k where k.partition_id = o.partition_id)))),
     written as (
         insert into regina.partition_stats as s (partition_id, queue_id, next_seq, has_work, total,
                                                  pending, processing, completed, failed,

@@ -66,8 +66,9 @@ begin
 
     -- A partition both listed (a delete, recorded by its trigger) and found by the walk (a push)
     -- is recounted once; the walk goes on past it.
-    perform regina.message_delete((select p.uuid::text from regina.partitions p where p.name = 'wb'),
-                                  'wb-x-1', t0 + interval '5 seconds');
+    perform regina.message_delete(
+        (select p.uuid::text from regina.partitions p where p.name = 'wb'), 'wb-x-1',
+        t0 + interval '5 seconds');
     perform pg_temp.push('wb', 2, 'w', t0 + interval '5 seconds');
     perform pg_temp.push('wc', 1, 'w', t0 + interval '5 seconds');
     v_n := pg_temp.stats_pass(t0 + interval '6 seconds', 10);
