@@ -137,6 +137,16 @@ language sql stable as $$
     left join regina.subscriptions s on s.queue_id = i_queue_id and s.consumer_group = g.name
 $$;
 
+-- How many stored messages a batch counts a partition as (the row bound of stats_refresh_batch):
+-- its last count (i_total, made at offset i_counted_seq; null when never counted) plus the offsets
+-- pushed since (up to i_next_seq).
+create or replace function regina._stats_size(i_total bigint, i_counted_seq bigint,
+                                              i_next_seq bigint)
+returns bigint
+language sql immutable as $$
+    select coalesce(i_total, 0) + greatest(i_next_seq - coalesce(i_counted_seq, 0), 0)
+$$;
+
 -- The first i_limit partitions with ids in (i_after, i_last], in id order, that may have changed
 -- since they were counted (or were never counted), each with its size as a batch bounds it (its
 -- last count plus the offsets pushed since): a new `next_seq`, or a ready row when counted and
@@ -150,7 +160,7 @@ returns table (partition_id bigint, size bigint)
 language sql stable
 set enable_seqscan = off set enable_bitmapscan = off set enable_nestloop = off
 set enable_hashjoin = off set enable_sort = off set jit = off as $$
-    select p.id, coalesce(s.total, 0) + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
+    select p.id, regina._stats_size(s.total, s.next_seq, p.next_seq)
     from regina.partitions p
     left join regina.partition_stats s
            on s.partition_id = p.id and s.partition_id > i_after and s.partition_id <= i_last
@@ -296,8 +306,7 @@ begin
                 from (select y.partition_id,
                              -- A correlated lookup, not a join: a join with the partitions may
                              -- be planned as a merge over their whole primary key.
-                             (select coalesce(s.total, 0)
-                                     + greatest(p.next_seq - coalesce(s.next_seq, 0), 0)
+                             (select regina._stats_size(s.total, s.next_seq, p.next_seq)
                               from regina.partitions p
                               left join regina.partition_stats s on s.partition_id = p.id
                               where p.id = y.partition_id) as size
