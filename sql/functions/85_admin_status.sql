@@ -10,31 +10,29 @@
 -- group it is meant for.
 
 -- Where each known group stands on partition i_id of queue i_queue_id, whose next offset is
--- i_next_seq and newest message was created at i_last_created_at.
+-- i_next_seq and newest message was created at i_last_created_at: the partition's cursors, read
+-- together, then the queue's subscriptions without one (a probe each).
 create or replace function regina._groups_of(i_id bigint, i_queue_id bigint, i_next_seq bigint,
                                              i_last_created_at timestamptz, i_now timestamptz)
 returns table (partition_id bigint, consumer_group text, has_cursor boolean, head bigint,
                marks bigint[], lease_live boolean, lease_expires_at timestamptz,
                lease_end_seq bigint, head_attempts integer, head_error text)
 language sql stable as $$
-    select i_id, k.consumer_group, c.partition_id is not null,
-           case when c.partition_id is not null then c.next_seq
-                when k.start_at is null then 0
-                when i_last_created_at is null or k.start_at > i_last_created_at
-                    then i_next_seq
-                else regina._start_seq(i_id, k.start_at) end,
-           coalesce(c.marks || c.lease_marks, '{}'),
+    select i_id, c.consumer_group, true, c.next_seq, c.marks || c.lease_marks,
            coalesce(c.lease_active and c.lease_expires_at > i_now, false),
-           c.lease_expires_at, c.lease_end_seq, coalesce(c.head_attempts, 0), c.head_error
-    from (select s.consumer_group, s.start_at from regina.subscriptions s
-          where s.queue_id = i_queue_id
-          union all
-          select o.consumer_group, null from regina.cursors o
-          where o.partition_id = i_id
-            and not exists (select 1 from regina.subscriptions s
-                            where s.queue_id = i_queue_id
-                              and s.consumer_group = o.consumer_group)) k
-    left join regina.cursors c on c.partition_id = i_id and c.consumer_group = k.consumer_group
+           c.lease_expires_at, c.lease_end_seq, c.head_attempts, c.head_error
+    from regina.cursors c
+    where c.partition_id = i_id
+    union all
+    select i_id, s.consumer_group, false,
+           case when s.start_at is null then 0
+                when i_last_created_at is null or s.start_at > i_last_created_at then i_next_seq
+                else regina._start_seq(i_id, s.start_at) end,
+           '{}', false, null, null, 0, null
+    from regina.subscriptions s
+    where s.queue_id = i_queue_id
+      and not exists (select 1 from regina.cursors c
+                      where c.partition_id = i_id and c.consumer_group = s.consumer_group)
 $$;
 
 -- Where each known group stands on each partition of i_partition_ids.

@@ -340,8 +340,8 @@ begin
     -- recounted, not only when the pass ends; the end of the pass sums them again from scratch.
     -- `next_seq` and `has_work` are read with the counts.
     with old as (
-        select s.partition_id, s.queue_id, s.total, s.pending, s.processing, s.completed,
-               s.failed, s.dead_letter
+        select s.ctid as row_at, s.partition_id, s.queue_id, s.total, s.pending, s.processing,
+               s.completed, s.failed, s.dead_letter
         from regina.partition_stats s where s.partition_id = any (v_ids)),
     counted as (
         select c.partition_id, c.queue_id, c.next_seq,
@@ -356,19 +356,23 @@ begin
         where s.partition_id = any (array(
             select o.partition_id from old o
             where not exists (select 1 from counted k where k.partition_id = o.partition_id)))),
-    written as (
-        insert into regina.partition_stats as s (partition_id, queue_id, next_seq, has_work, total,
-                                                 pending, processing, completed, failed,
-                                                 dead_letter, counted_at)
+    -- Rows counted before are rewritten where this statement read them (only passes write
+    -- them, one at a time): an upsert would look each up again and lock it first.
+    rewritten as (
+        update regina.partition_stats s
+        set queue_id = k.queue_id, next_seq = k.next_seq, has_work = k.has_work, total = k.total,
+            pending = k.pending, processing = k.processing, completed = k.completed,
+            failed = k.failed, dead_letter = k.dead_letter, counted_at = v_now
+        from old o join counted k on k.partition_id = o.partition_id
+        where s.ctid = o.row_at),
+    added as (
+        insert into regina.partition_stats (partition_id, queue_id, next_seq, has_work, total,
+                                            pending, processing, completed, failed, dead_letter,
+                                            counted_at)
         select k.partition_id, k.queue_id, k.next_seq, k.has_work, k.total, k.pending,
                k.processing, k.completed, k.failed, k.dead_letter, v_now
         from counted k
-        on conflict (partition_id) do update
-            set queue_id = excluded.queue_id, next_seq = excluded.next_seq,
-                has_work = excluded.has_work, total = excluded.total, pending = excluded.pending,
-                processing = excluded.processing, completed = excluded.completed,
-                failed = excluded.failed, dead_letter = excluded.dead_letter,
-                counted_at = excluded.counted_at)
+        where not exists (select 1 from old o where o.partition_id = k.partition_id))
     update regina.queue_stats q
     set total = q.total + d.total, pending = q.pending + d.pending,
         processing = q.processing + d.processing, completed = q.completed + d.completed,

@@ -8,6 +8,7 @@
 mod probe;
 mod scale;
 mod scenarios;
+mod writes;
 
 use probe::{CallWork, PlanProbe};
 use regina_testkit::{TestBroker, TestDatabase};
