@@ -20,7 +20,6 @@ begin
         -- The items read once into their declared shape (migrations/0014_request_types.sql),
         -- each marked when it is the first of its key: the partition, lease and group it names.
         select t.*, nullif(t."consumerGroup", '') as explicit,
-               regina._uuid_or_null(t."leaseId") as lease,
                t.ordinality = min(t.ordinality) over (partition by t."partitionId", t."leaseId",
                                                                    t."consumerGroup") as first
         from rows from (jsonb_populate_recordset(null::regina.ack_request, i_acks))
@@ -29,10 +28,13 @@ begin
         -- What depends on the key alone, looked up for the first item of each key only (the
         -- items of an ack/batch share a few keys). Keyed lookups (the limit keeps the planner
         -- from flattening them into a join that could scan every partition when it guesses the
-        -- item count wrong).
+        -- item count wrong). So is the lease's id: checking its text is a regular expression,
+        -- about 3 µs each time.
         select i.*, p.id as p_id, p.name as p_name, p.queue_id as p_queue_id,
-               l.consumer_group as l_group
+               l.consumer_group as l_group, lease.id::text as l_lease
         from items i
+        left join lateral (select regina._uuid_or_null(i."leaseId") as id
+                           where i.first offset 0) lease on true
         left join lateral (select pp.id, pp.name, pp.queue_id from regina.partitions pp
                            where i.first and pp.uuid = regina._uuid_or_null(i."partitionId")
                            limit 1) p on true
@@ -40,13 +42,13 @@ begin
         left join lateral (select c.consumer_group
                            from regina.cursors c
                            where i.first and c.partition_id = p.id
-                             and (c.lease_id = i.lease or c.last_lease_id = i.lease)
+                             and (c.lease_id = lease.id or c.last_lease_id = lease.id)
                            order by c.lease_active desc
                            limit 1) l on true),
     keyed as (
         -- Every item with its key's lookups (only its first item has them, so max is theirs).
         select f.ordinality, f."transactionId", f.status, f."leaseId", f.error, f.explicit,
-               f.lease,
+               (max(f.l_lease) over k)::uuid as lease,
                max(f.p_id) over k as partition_id, max(f.p_name) over k as partition_name,
                max(f.p_queue_id) over k as queue_id, max(f.l_group) over k as of_lease
         from firsts f
