@@ -37,7 +37,7 @@ pub(crate) enum Stmt {
     Pop,
     /// `regina.push_pop_text`: a push and the pops of the long-polls it would wake.
     PushPop,
-    /// `regina.ack`.
+    /// `regina.ack_text` (`regina.ack` with its results as text).
     Ack,
     /// `regina.lease_extend`.
     LeaseExtend,
@@ -102,8 +102,8 @@ impl Stmt {
                  from regina.push_pop_text($1::text::jsonb, $2::text::json, $3::text::jsonb)"
             }
             Stmt::Ack => {
-                "select idx, result::text, wake_queue, wake_group, queue_name, acked, \
-                 dead_lettered, leases_expired from regina.ack($1::text::jsonb, null, $2::boolean)"
+                "select idx, result, wake_queue, wake_group, queue_name, acked, dead_lettered, \
+                 leases_expired from regina.ack_text($1::text::jsonb, null, $2::boolean)"
             }
             Stmt::LeaseExtend => {
                 "select idx, result::text from regina.lease_extend($1::text::jsonb)"
@@ -319,7 +319,7 @@ impl Db {
         Ok((pushed, popped))
     }
 
-    /// `regina.ack(acks)`: one row per ack item; with `commit_async`, its commit does not wait
+    /// `regina.ack_text(acks)`: one row per ack item; with `commit_async`, its commit does not wait
     /// for the WAL flush (`ACK_COMMIT_ASYNC`).
     pub(crate) async fn ack(&self, acks: &str, commit_async: bool) -> Result<Vec<AckRow>, DbError> {
         let rows = self.query(Stmt::Ack, &[&acks, &commit_async]).await?;
