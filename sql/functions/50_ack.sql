@@ -29,15 +29,17 @@ begin
         -- items of an ack/batch share a few keys). Keyed lookups (the limit keeps the planner
         -- from flattening them into a join that could scan every partition when it guesses the
         -- item count wrong). So is the lease's id: checking its text is a regular expression,
-        -- about 3 µs each time.
+        -- about 3 µs each time. And the partition's queue.
         select i.*, p.id as p_id, p.name as p_name, p.queue_id as p_queue_id,
-               l.consumer_group as l_group, lease.id::text as l_lease
+               q.name as q_name, l.consumer_group as l_group, lease.id::text as l_lease
         from items i
         left join lateral (select regina._uuid_or_null(i."leaseId") as id
                            where i.first offset 0) lease on true
         left join lateral (select pp.id, pp.name, pp.queue_id from regina.partitions pp
                            where i.first and pp.uuid = regina._uuid_or_null(i."partitionId")
                            limit 1) p on true
+        left join lateral (select qq.name from regina.queues qq where i.first and qq.id = p.queue_id
+                           limit 1) q on true
         -- The cursor of the lease the item names, if any: its group.
         left join lateral (select c.consumer_group
                            from regina.cursors c
@@ -50,7 +52,8 @@ begin
         select f.ordinality, f."transactionId", f.status, f."leaseId", f.error, f.explicit,
                (max(f.l_lease) over k)::uuid as lease,
                max(f.p_id) over k as partition_id, max(f.p_name) over k as partition_name,
-               max(f.p_queue_id) over k as queue_id, max(f.l_group) over k as of_lease
+               max(f.p_queue_id) over k as queue_id, max(f.q_name) over k as queue_name,
+               max(f.l_group) over k as of_lease
         from firsts f
         window k as (partition by f."partitionId", f."leaseId", f."consumerGroup"))
     select (i.ordinality - 1)::integer,
@@ -60,7 +63,7 @@ begin
            nullif(i."leaseId", ''),
            i.lease,
            left(nullif(i.error, ''), 4096),
-           i.partition_id, i.partition_name, q.id, q.name,
+           i.partition_id, i.partition_name, i.queue_id, i.queue_name,
            coalesce((select r.seq from regina.messages r
                      where r.partition_id = i.partition_id
                        and r.for_group = coalesce(i.explicit, i.of_lease, '__QUEUE_MODE__')
@@ -80,8 +83,6 @@ begin
                                  and c.consumer_group = i.explicit
                                  and (c.lease_id = i.lease or c.last_lease_id = i.lease))
     from keyed i
-    left join lateral (select q.id, q.name from regina.queues q where q.id = i.queue_id limit 1) q
-        on true
     order by i.ordinality;
 end
 $$;
