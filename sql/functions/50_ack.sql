@@ -28,8 +28,8 @@ begin
         -- What depends on the key alone, looked up for the first item of each key only (the
         -- items of an ack/batch share a few keys). Keyed lookups (the limit keeps the planner
         -- from flattening them into a join that could scan every partition when it guesses the
-        -- item count wrong). So is the lease's id: checking its text is a regular expression,
-        -- about 3 µs each time. And the partition's queue.
+        -- item count wrong). So are the lease's id (checking its text is a regular expression,
+        -- about 3 µs each time) and the partition's queue.
         select i.*, p.id as p_id, p.name as p_name, p.queue_id as p_queue_id,
                q.name as q_name, l.consumer_group as l_group, lease.id::text as l_lease
         from items i
@@ -155,7 +155,8 @@ end
 $$;
 
 -- The wire result of one ack item, written as JSON text (members in the order `jsonb` keeps
--- them): `jsonb_build_object` of its eight members cost about 4 µs an item, then its text.
+-- them): about 0.8 µs, where `jsonb_build_object` of its eight members and its text cost
+-- 2.6-3.7 µs.
 create or replace function regina._ack_result_text(i_item regina.ack_item, i_code text,
                                                    i_released boolean, i_dlq boolean)
 returns text

@@ -357,7 +357,8 @@ begin
             select o.partition_id from old o
             where not exists (select 1 from counted k where k.partition_id = o.partition_id)))),
     -- Rows counted before are rewritten where this statement read them (only passes write
-    -- them, one at a time): an upsert would look each up again and lock it first.
+    -- them, and a pass's caller holds the stats lock): an upsert would look each up again and
+    -- lock it first, a WAL record more per partition.
     rewritten as (
         update regina.partition_stats s
         set queue_id = k.queue_id, next_seq = k.next_seq, has_work = k.has_work, total = k.total,
