@@ -351,14 +351,14 @@ begin
                    is not null as has_work,
                c.total, c.pending, c.processing, c.completed, c.failed, c.dead_letter
         from regina._partition_counts(v_ids, v_now) c),
+    -- Rows counted before are deleted or rewritten where this statement read them (only passes
+    -- write them, and a pass's caller holds the stats lock): an upsert would look each up again
+    -- and lock it first, a WAL record more per partition.
     gone as (
         delete from regina.partition_stats s
-        where s.partition_id = any (array(
-            select o.partition_id from old o
+        where s.ctid = any (array(
+            select o.row_at from old o
             where not exists (select 1 from counted k where k.partition_id = o.partition_id)))),
-    -- Rows counted before are rewritten where this statement read them (only passes write
-    -- them, and a pass's caller holds the stats lock): an upsert would look each up again and
-    -- lock it first, a WAL record more per partition.
     rewritten as (
         update regina.partition_stats s
         set queue_id = k.queue_id, next_seq = k.next_seq, has_work = k.has_work, total = k.total,
