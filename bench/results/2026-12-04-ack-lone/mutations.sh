@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs sql/tests/ack_lone_settles_as_the_general_path.sql against mutations of
-# sql/functions/50_ack.sql, each on a fresh database that `regina migrate` set up, and prints the
-# test's first error for each (SURVIVED: the test passed). From the repository root:
+# sql/functions/50_ack.sql (a \n in a pattern stands for a line break), each on a fresh database
+# that `regina migrate` set up, and prints the test's first error for each (SURVIVED: the test
+# passed). From the repository root:
 #   bench/results/2026-12-04-ack-lone/mutations.sh POSTGRES_URL REGINA_BIN
 # POSTGRES_URL: a cluster's URL without a database name (postgresql://user@host:port).
 url=$1 bin=$2
@@ -11,8 +12,9 @@ mut() {
   python3 -c "
 import sys
 s = open('sql/functions/50_ack.sql').read()
-assert sys.argv[1] in s, sys.argv[1]
-open(sys.argv[3], 'w').write(s.replace(sys.argv[1], sys.argv[2], 1))" "$1" "$2" "$mutated" || return
+a, b = (x.replace('\\\\n', '\\n') for x in sys.argv[1:3])
+assert a in s, a
+open(sys.argv[3], 'w').write(s.replace(a, b, 1))" "$1" "$2" "$mutated" || return
   psql -X -q "$url/postgres" -c "drop database if exists ack_lone_mutation" \
        -c "create database ack_lone_mutation" 2>/dev/null
   DATABASE_URL=$url/ack_lone_mutation "$bin" migrate >/dev/null 2>&1
@@ -40,5 +42,23 @@ mut "when x.lease_active then x.lease_expires_at" "when x.lease_active then i_no
 mut "and mm.seq > i.seq" "and mm.seq >= i.seq" "next head includes itself"
 mut "i.seq + 1) as next_seq" "i.seq + 2) as next_seq" "head past end"
 mut "    if v_gone < v_n then" "    if false then" "ready update skipped"
+# The one-item update of regina.ack_text.
+mut "c.lease_expires_at > v_now and c.next_seq = r.seq" "c.lease_expires_at > v_now" "one item: head check dropped"
+mut "and c.lease_id = r.lease and c.lease_expires_at > v_now" "and c.lease_id = r.lease" "one item: expiry check dropped"
+mut "c.batches_consumed + (h.next_seq > c.lease_end_seq)::integer" "c.batches_consumed + 1" "one item: batches always +1"
+mut "and cc.n = 1" "and cc.n >= 1" "one item: one cursor naming the lease"
+mut "and (nullif(t.\"consumerGroup\", '') is null or t.\"consumerGroup\" = cc.grp)" "and true" "one item: group check dropped"
+mut "and rq.for_group = cc.grp" "and rq.for_group = cc.grp and false" "one item: requeued check dropped"
+mut "and r.seq <= c.lease_end_seq and cardinality(c.marks) = 0" "and r.seq <= c.lease_end_seq and true" "one item: kept marks check dropped"
+mut "and cardinality(c.lease_marks) = 0\n        returning" "\n        returning" "one item: lease marks check dropped"
+mut "and cardinality(c.marks) = 0 and cardinality(c.lease_marks) = 0;" "and cardinality(c.lease_marks) = 0;" "kept marks check dropped"
+mut "and cardinality(c.marks) = 0 and cardinality(c.lease_marks) = 0;" "and cardinality(c.marks) = 0;" "lease marks check dropped"
+mut "and p.next_seq <= v_settled.next_seq" "and p.next_seq < v_settled.next_seq" "one item: drained off by one"
+mut "set eligible_at = case when v_settled.lease_active then v_settled.lease_expires_at" "set eligible_at = case when v_settled.lease_active then v_now" "one item: ready at lease end"
+mut "where mm.partition_id = r.pid and mm.seq > r.seq" "where mm.partition_id = r.pid and mm.seq >= r.seq" "one item: next head includes itself"
+mut "r.seq + 1) as next_seq) h" "r.seq + 2) as next_seq) h" "one item: head past end"
+mut "total_consumed = c.total_consumed + 1,\n            batches_consumed = c.batches_consumed + (h" "total_consumed = c.total_consumed,\n            batches_consumed = c.batches_consumed + (h" "one item: consumed count"
+mut "last_lease_id = case when h.next_seq > c.lease_end_seq then c.lease_id" "last_lease_id = case when true then c.lease_id" "one item: last lease always"
+mut "in ('completed', 'success')\n                and cc.n = 1" "in ('completed', 'success', 'retry')\n                and cc.n = 1" "one item: retry taken"
 psql -X -q "$url/postgres" -c "drop database if exists ack_lone_mutation"
 rm -f "$script" "$mutated"
