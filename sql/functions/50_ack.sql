@@ -432,8 +432,7 @@ begin
     if jsonb_array_length(i_acks) = 1 then
         -- The item a consumer sends for the head message of its lease: resolved as
         -- regina._ack_lone resolves an item, and checked and settled by one update of its cursor
-        -- (nothing is written or locked when a check fails), then its ready row as _ready_sync
-        -- brings it in line.
+        -- (nothing is written or locked when a check fails), then its ready row.
         update regina.cursors c
         set next_seq = h.next_seq, marks = '{}', lease_marks = '{}', head_attempts = 0,
             head_error = null, lease_active = h.next_seq <= c.lease_end_seq,
@@ -460,27 +459,7 @@ begin
              v_settled.lease_active, v_settled.lease_expires_at, v_settled.retry_after,
              v_item.partition_name, v_item.queue_name, v_item.transaction_id;
         if found then
-            if not v_settled.lease_active and not coalesce(v_settled.retry_after > v_now, false)
-               and exists (select 1 from regina.partitions p
-                           where p.id = v_settled.partition_id
-                             and p.next_seq <= v_settled.next_seq
-                           for share skip locked) then
-                delete from regina.ready r
-                where r.partition_id = v_settled.partition_id
-                  and r.consumer_group = v_settled.consumer_group;
-            else
-                update regina.ready r
-                set eligible_at = case when v_settled.lease_active then v_settled.lease_expires_at
-                                       when v_settled.retry_after > v_now
-                                           then v_settled.retry_after
-                                       else v_now end
-                where r.partition_id = v_settled.partition_id
-                  and r.consumer_group = v_settled.consumer_group
-                  and r.eligible_at is distinct from
-                      case when v_settled.lease_active then v_settled.lease_expires_at
-                           when v_settled.retry_after > v_now then v_settled.retry_after
-                           else v_now end;
-            end if;
+            perform regina._ready_sync(v_settled, v_now);
             idx := 0;
             result := regina._ack_result_text(v_item, null, not v_settled.lease_active, false);
             wake_group := case when not v_settled.lease_active then v_settled.consumer_group end;
