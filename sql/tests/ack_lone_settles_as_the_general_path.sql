@@ -107,7 +107,6 @@ create temp table deliveries (
     part text,
     tid text,
     lease text,
-    lease_size integer,
     acked boolean not null default false
 );
 
@@ -152,9 +151,8 @@ begin
                 v_pop := (select p.result from regina.pop(jsonb_build_array(jsonb_build_object(
                               'queue', 'al', 'consumerGroup', grp, 'batch', batch,
                               'leaseId', lease)), t) p);
-                insert into deliveries (grp, part, tid, lease, lease_size)
-                select grp, m ->> 'partitionId', m ->> 'transactionId', lease,
-                       jsonb_array_length(v_pop -> 'messages')
+                insert into deliveries (grp, part, tid, lease)
+                select grp, m ->> 'partitionId', m ->> 'transactionId', lease
                 from jsonb_array_elements(v_pop -> 'messages') m;
             end loop;
         elsif r < 0.56 then
@@ -162,7 +160,8 @@ begin
         elsif r < 0.58 then
             -- A group sent back a minute: messages delivered again, requeued ones among them.
             perform regina.consumer_group_seek(jsonb_build_object(
-                        'queue', 'al', 'consumerGroup', (array['g', 'h'])[1 + floor(random() * 2)::integer],
+                        'queue', 'al',
+                        'consumerGroup', (array['g', 'h'])[1 + floor(random() * 2)::integer],
                         'timestamp', t - interval '60 seconds'), t);
         elsif r < 0.61 then
             select dl.transaction_id, p.uuid::text as part, dl.consumer_group into d
@@ -316,9 +315,12 @@ begin
                   'queue', 'rq', 'partition', 'x', 'consumerGroup', 'g', 'leaseId', l2)),
               t + interval '3 seconds') p);
     assert v_pop -> 'messages' -> 0 ->> 'transactionId' = 'm1'
-           and (select m.for_group from regina.messages m join regina.partitions p
-                on p.id = m.partition_id
-                where p.uuid::text = x and m.seq = (v_pop -> 'messages' -> 0 ->> 'offset')::bigint) is null,
+           and (select c.next_seq = m.seq and c.lease_end_seq = m.seq and c.lease_active
+                from regina.cursors c
+                join regina.partitions p on p.id = c.partition_id
+                join regina.messages m on m.partition_id = p.id and m.transaction_id = 'm1'
+                                      and m.for_group is null
+                where p.uuid::text = x and c.consumer_group = 'g'),
         format('the lease holds the original m1: %s', v_pop);
     perform regina.pop(jsonb_build_array(jsonb_build_object(
                 'queue', 'rq', 'partition', 'y', 'consumerGroup', 'g', 'leaseId', l3)),
