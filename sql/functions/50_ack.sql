@@ -460,6 +460,26 @@ begin
              v_item.partition_name, v_item.queue_name, v_item.transaction_id;
         if found then
             perform regina._ready_sync(v_settled, v_now);
+        else
+            v_item := regina._ack_item_one(i_acks -> 0);
+            -- The item a consumer sends for another message of its lease: settled as the loop
+            -- below would settle a run of it (same lock, same step, same save), without the run's
+            -- query and arrays. Any other outcome (an expired lease to account, a retry, a
+            -- failure, an item outside the lease) takes the loop.
+            if v_item.seq is not null and not v_item.group_mismatch then
+                select * into v_c from regina.cursors c
+                where c.partition_id = v_item.partition_id
+                  and c.consumer_group = v_item.consumer_group
+                for update;
+                if found then
+                    v_settled := regina._ack_settle_run(v_c, array[v_item], v_now);
+                end if;
+                if v_settled.partition_id is not null then
+                    perform regina._cursor_save(v_settled, v_now);
+                end if;
+            end if;
+        end if;
+        if v_settled.partition_id is not null then
             idx := 0;
             result := regina._ack_result_text(v_item, null, not v_settled.lease_active, false);
             wake_group := case when not v_settled.lease_active then v_settled.consumer_group end;
@@ -470,33 +490,6 @@ begin
             leases_expired := 0;
             return next;
             return;
-        end if;
-        v_item := regina._ack_item_one(i_acks -> 0);
-        -- The item a consumer sends for the message it was leased: settled as the loop below
-        -- would settle a run of it (same lock, same step, same save), without the run's query
-        -- and arrays. Any other outcome (an expired lease to account, a retry, a failure, an
-        -- item outside the lease) takes the loop.
-        if v_item.seq is not null and not v_item.group_mismatch then
-            select * into v_c from regina.cursors c
-            where c.partition_id = v_item.partition_id and c.consumer_group = v_item.consumer_group
-            for update;
-            if found then
-                v_settled := regina._ack_settle_run(v_c, array[v_item], v_now);
-            end if;
-            if v_settled.partition_id is not null then
-                perform regina._cursor_save(v_settled, v_now);
-                idx := 0;
-                result := regina._ack_result_text(v_item, null, not v_settled.lease_active,
-                                                  false);
-                wake_group := case when not v_settled.lease_active then v_settled.consumer_group end;
-                wake_queue := case when wake_group is not null then v_item.queue_name end;
-                queue_name := v_item.queue_name;
-                acked := 'completed';
-                dead_lettered := 0;
-                leases_expired := 0;
-                return next;
-                return;
-            end if;
         end if;
         v_items := array[v_item];
     else

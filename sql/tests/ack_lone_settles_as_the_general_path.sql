@@ -14,13 +14,6 @@
 
 set track_functions = 'pl';
 
--- How many times this transaction called function regina.<i_name> (0: never).
-create function pg_temp.calls(i_name text) returns bigint
-language sql as $$
-    select coalesce((select f.calls from pg_stat_xact_user_functions f
-                     where f.schemaname = 'regina' and f.funcname = i_name), 0)
-$$;
-
 -- Every cursor, ready row and dead letter, as text.
 create function pg_temp.state() returns text
 language sql as $$

@@ -16,13 +16,6 @@
 -- PL/pgSQL call site decides once per transaction whether it counts its calls, as it first runs.)
 set track_functions = 'pl';
 
--- How many times this transaction called function regina.<i_name> (0: never).
-create function pg_temp.calls(i_name text) returns bigint
-language sql as $$
-    select coalesce((select f.calls from pg_stat_xact_user_functions f
-                     where f.schemaname = 'regina' and f.funcname = i_name), 0)
-$$;
-
 do $$
 declare
     t timestamptz := '2026-07-01T00:00:00Z';

@@ -1,19 +1,19 @@
-create or replace function public.ea_stock(i_rows integer, i_items integer) returns void language plpgsql as $f$
-declare v_acks jsonb; v_pop json; v_lease text; k integer; g integer;
+-- public.ea_stock(table, queue, rows, items): leases, once, rows x items messages of queue (its
+-- lease time two hours) through public.ea_prepare (prepare.sql, loaded first) and keeps each
+-- row's ack items in public.<table> (id, acks). ack-call-N.sql and lone-call-N.sql ack one row and
+-- roll back, so that the rows can be acked again and again:
+--   select public.ea_stock('stock', 'eb', 20000, 1);
+--   select public.ea_stock('stock3', 'ec', 5000, 3);
+create or replace function public.ea_stock(i_table text, i_queue text, i_rows integer,
+                                           i_items integer) returns void
+language plpgsql as $f$
 begin
-  perform regina.configure('{"queue":"eb","options":{"leaseTime":7200}}');
-  drop table if exists public.stock; create table public.stock (id bigint primary key, acks jsonb);
-  drop sequence if exists public.stock_seq; create sequence public.stock_seq;
+  perform regina.configure(jsonb_build_object('queue', i_queue,
+                                              'options', '{"leaseTime": 7200}'::jsonb));
+  execute format('drop table if exists public.%I', i_table);
+  execute format('create table public.%I (id bigint primary key, acks jsonb)', i_table);
   for k in 1..i_rows loop
-    v_acks := '[]';
-    perform regina.push_text((select jsonb_agg(jsonb_build_object('queue','eb','partition','p'||(k * 10 + s.g),'transactionId',gen_random_uuid()::text,'messageId',gen_random_uuid()::text)) from generate_series(1,i_items) s(g)),
-                             (select json_agg(s.g) from generate_series(1,i_items) s(g)));
-    for g in 1..i_items loop
-      v_lease := gen_random_uuid()::text;
-      select p.result::json into v_pop from regina.pop_text(jsonb_build_array(jsonb_build_object('queue','eb','consumerGroup','w','batch',1,'partitions',1,'leaseId',v_lease))) p;
-      v_acks := v_acks || (select coalesce(jsonb_agg(jsonb_build_object('transactionId', x ->> 'transactionId', 'partitionId', x ->> 'partitionId', 'leaseId', v_lease, 'consumerGroup', 'w', 'status', 'completed')), '[]')
-                           from json_array_elements(v_pop -> 'messages') x);
-    end loop;
-    insert into public.stock values (k, v_acks);
+    execute format('insert into public.%I values ($1, $2)', i_table)
+      using k, public.ea_prepare(k, i_items, i_queue);
   end loop;
 end $f$;
