@@ -266,6 +266,20 @@ language sql stable as $$
                         and rq.for_group = c.grp and rq.transaction_id = t."transactionId")
 $$;
 
+-- Where the head of a group's cursor lands once message i_seq, its head with nothing settled
+-- ahead, is settled: the group's next stored message, or just past i_seq (regina._advance's answer
+-- for that case). An SQL function of one query, inlined into the statements that read it.
+create or replace function regina._head_after(i_partition_id bigint, i_seq bigint, i_group text)
+returns table (next_seq bigint)
+language sql stable as $$
+    select coalesce((select m.seq from regina.messages m
+                     where m.partition_id = i_partition_id and m.seq > i_seq
+                       and (m.for_group is null or m.for_group = i_group)
+                     order by m.seq
+                     limit 1),
+                    i_seq + 1)
+$$;
+
 -- An ack call of several items in which every item completes the head message of its own active
 -- lease, one item per (partition, group): what consumers that take a message at a time send when
 -- the broker fuses their acks. The items are resolved without a lock, their cursors locked in
@@ -317,14 +331,7 @@ begin
                           and cc.consumer_group = i.consumer_group
                         for update) c
     cross join lateral (select s.next_seq, s.next_seq > c.lease_end_seq as ends
-                        from (select coalesce((select mm.seq from regina.messages mm
-                                               where mm.partition_id = c.partition_id
-                                                 and mm.seq > i.seq
-                                                 and (mm.for_group is null
-                                                      or mm.for_group = c.consumer_group)
-                                               order by mm.seq
-                                               limit 1),
-                                              i.seq + 1) as next_seq) s) h
+                        from regina._head_after(c.partition_id, i.seq, c.consumer_group) s) h
     where c.lease_active and c.lease_id = i.lease_id and c.lease_expires_at > i_now
       and c.next_seq = i.seq and i.seq <= c.lease_end_seq
       and cardinality(c.marks) = 0 and cardinality(c.lease_marks) = 0;
@@ -442,13 +449,7 @@ begin
             batches_consumed = c.batches_consumed + (h.next_seq > c.lease_end_seq)::integer,
             last_consumed_at = v_now
         from regina._ack_head_items(i_acks) r
-        cross join lateral (select coalesce((select mm.seq from regina.messages mm
-                                             where mm.partition_id = r.pid and mm.seq > r.seq
-                                               and (mm.for_group is null
-                                                    or mm.for_group = r.grp)
-                                             order by mm.seq
-                                             limit 1),
-                                            r.seq + 1) as next_seq) h
+        cross join lateral regina._head_after(r.pid, r.seq, r.grp) h
         where c.partition_id = r.pid and c.consumer_group = r.grp and c.lease_active
           and c.lease_id = r.lease and c.lease_expires_at > v_now and c.next_seq = r.seq
           and r.seq <= c.lease_end_seq and cardinality(c.marks) = 0
