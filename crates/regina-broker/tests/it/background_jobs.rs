@@ -116,7 +116,11 @@ async fn eviction_deletes_unconsumed_messages_and_consumers_move_on() {
     api.push_to("e", "p", &[json!(3)]).await;
     let r = api.pop("e", "consumerGroup=g&batch=10").await;
     assert_eq!(r.data(), vec![json!(3)], "{r:?}");
-    assert!(!runs(&b, "eviction").await.is_empty());
+    // A pass is recorded after its deletions commit.
+    wait_until("the eviction's pass is recorded", || async {
+        !runs(&b, "eviction").await.is_empty()
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
