@@ -241,6 +241,22 @@ begin
 end
 $$;
 
+-- Whether (partition, group) keeps a ready row: whether a lease that ended there may have made
+-- work due for the group. Without one the partition holds nothing unsettled for the group (the
+-- ready set's invariant), and a push that adds some wakes the group's waiters at its own commit.
+-- A table function of one query, so that PostgreSQL inlines it into the statements that read it
+-- (a scalar SQL function holding a subquery is not inlined, and costs a plan at each call).
+-- Locks: none. Writes: none.
+create or replace function regina._ready_held(i_partition_id bigint, i_group text)
+returns table (held boolean)
+language sql stable as $$
+    -- A scalar subquery, not `exists`: the planner may turn an `exists` into a hash of the whole
+    -- ready set when it expects many outer rows.
+    select coalesce((select true from regina.ready r
+                     where r.partition_id = i_partition_id and r.consumer_group = i_group),
+                    false)
+$$;
+
 -- Saves a cursor row changed in memory by the pop, ack and lease functions, and its ready row.
 -- Locks: the caller holds the cursor. Writes: cursors (update), ready. Edge: ends every transition.
 create or replace function regina._cursor_save(i_c regina.cursors, i_now timestamptz,

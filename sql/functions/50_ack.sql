@@ -372,10 +372,13 @@ begin
     return query
     select (v_items[s.k]).idx,
            regina._ack_result_text(v_items[s.k], null, not (v_cursors[s.k]).lease_active, false),
-           case when not (v_cursors[s.k]).lease_active then (v_items[s.k]).queue_name end,
-           case when not (v_cursors[s.k]).lease_active then (v_cursors[s.k]).consumer_group end,
+           case when w.wake then (v_items[s.k]).queue_name end,
+           case when w.wake then (v_cursors[s.k]).consumer_group end,
            (v_items[s.k]).queue_name, 'completed'::text, 0, 0
     from generate_subscripts(v_items, 1) s(k)
+    cross join lateral (select not (v_cursors[s.k]).lease_active and h.held as wake
+                        from regina._ready_held((v_cursors[s.k]).partition_id,
+                                                (v_cursors[s.k]).consumer_group) h) w
     order by 1;
 end
 $$;
@@ -384,6 +387,11 @@ $$;
 -- item's queue, the status it applied (null when it failed), the dead letters it caused (an
 -- expired lease accounted here, a `failed` past retryLimit, a `dlq`; whether or not the queue
 -- keeps an entry) and whether it accounted an expired lease.
+--
+-- Waiters to wake: the queue and group of a lease the item ended (or an expired one it
+-- accounted) on a partition that still holds work for the group (regina._ready_held). A lease
+-- ended at the partition's end makes nothing due, so the group's long-polls are left parked and
+-- what the broker knows of the group's quiet stands.
 --
 -- With i_commit_async, the commit does not wait for the WAL flush (ACK_COMMIT_ASYNC).
 --
@@ -483,7 +491,11 @@ begin
         if v_settled.partition_id is not null then
             idx := 0;
             result := regina._ack_result_text(v_item, null, not v_settled.lease_active, false);
-            wake_group := case when not v_settled.lease_active then v_settled.consumer_group end;
+            wake_group := null;
+            if not v_settled.lease_active then
+                select case when h.held then v_settled.consumer_group end into wake_group
+                from regina._ready_held(v_settled.partition_id, v_settled.consumer_group) h;
+            end if;
             wake_queue := case when wake_group is not null then v_item.queue_name end;
             queue_name := v_item.queue_name;
             acked := 'completed';
@@ -576,10 +588,12 @@ begin
     select a.idx, regina._ack_result_text(a, v_codes[a.idx + 1],
                                           coalesce(v_released[a.idx + 1], false),
                                           coalesce(v_dlq[a.idx + 1], false)),
-           case when v_woken[a.idx + 1] is not null then a.queue_name end, v_woken[a.idx + 1],
+           case when w.wake then a.queue_name end, case when w.wake then v_woken[a.idx + 1] end,
            a.queue_name, v_acked[a.idx + 1], coalesce(v_dead[a.idx + 1], 0),
            coalesce(v_expired[a.idx + 1], 0)
     from unnest(v_items) a
+    cross join lateral (select v_woken[a.idx + 1] is not null and h.held as wake
+                        from regina._ready_held(a.partition_id, v_woken[a.idx + 1]) h) w
     order by a.idx;
 end
 $$;

@@ -406,6 +406,35 @@ async fn an_ack_that_ends_a_lease_ends_what_was_known() {
     assert_eq!(again.data(), vec![json!("m")], "{again:?}");
 }
 
+/// An ack that completes the last message of its partition ends its lease but makes nothing due:
+/// what the instance knows of the group's quiet stands, and the consumer's next long-poll parks
+/// without asking the database. A push after it is delivered as ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_of_the_last_message_leaves_the_group_quiet() {
+    let (_b, api) = start_quiet_trusting().await;
+    api.configure("q", json!({"leaseTime": 3600})).await;
+    api.push_one("q", "Default", json!("m")).await;
+    let first = api.pop("q", "wait=true&timeout=1000&consumerGroup=g").await;
+    assert_eq!(first.data(), vec![json!("m")], "{first:?}");
+    api.pop("q", "wait=true&timeout=200&consumerGroup=g")
+        .await
+        .assert_empty("timeout");
+    let r = api.ack_msg(&first.messages()[0], "completed").await;
+    assert_eq!(r["success"], true, "{r}");
+    let (calls, parks) = pop_calls(&api).await;
+    api.pop("q", "wait=true&timeout=200&consumerGroup=g")
+        .await
+        .assert_empty("timeout");
+    assert_eq!(
+        pop_calls(&api).await,
+        (calls, parks + 1.0),
+        "parked at once, without a database call"
+    );
+    api.push_one("q", "Default", json!("n")).await;
+    let next = api.pop("q", &parked("&wait=true&consumerGroup=g")).await;
+    assert_eq!(next.data(), vec![json!("n")], "{next:?}");
+}
+
 /// What one instance knows of a quiet queue ends with a push on another instance: the push's
 /// notification either ends it before the long-poll or wakes the long-poll after it parked.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

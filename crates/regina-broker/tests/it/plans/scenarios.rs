@@ -476,6 +476,26 @@ pub const SINGLES: &[&Scenario] = &[
         call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
     },
     &Scenario {
+        input: |_| 2,
+        own_database: false,
+        stale_statistics: false,
+        name: "ack of two one-message leases on two of 2n partitions holding a message each",
+        setup: |queue, n| {
+            format!(
+                "{}; {}; {}; {}",
+                spread_backlog(queue, 2 * n, "{}"),
+                pop_call(queue, n, 1, 1, false),
+                pop_call(queue, n + 1, 1, 1, false),
+                stage(&format!(
+                    "{} || {}",
+                    lease_acks(n, "completed"),
+                    lease_acks(n + 1, "completed")
+                ))
+            )
+        },
+        call: |_, _| format!("select count(*) from regina.ack({STAGED})"),
+    },
+    &Scenario {
         input: |_| 1,
         own_database: false,
         stale_statistics: false,
