@@ -378,7 +378,8 @@ begin
     from generate_subscripts(v_items, 1) s(k)
     cross join lateral (select not (v_cursors[s.k]).lease_active and h.held as wake
                         from regina._ready_held((v_cursors[s.k]).partition_id,
-                                                (v_cursors[s.k]).consumer_group) h) w
+                                                (v_cursors[s.k]).consumer_group) h
+                        offset 0) w  -- (kept a subquery: one lookup for both columns)
     order by 1;
 end
 $$;
@@ -593,7 +594,8 @@ begin
            coalesce(v_expired[a.idx + 1], 0)
     from unnest(v_items) a
     cross join lateral (select v_woken[a.idx + 1] is not null and h.held as wake
-                        from regina._ready_held(a.partition_id, v_woken[a.idx + 1]) h) w
+                        from regina._ready_held(a.partition_id, v_woken[a.idx + 1]) h
+                        offset 0) w  -- (kept a subquery: one lookup for both columns)
     order by a.idx;
 end
 $$;

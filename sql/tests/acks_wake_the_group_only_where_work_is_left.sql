@@ -27,21 +27,29 @@ begin
 end
 $$;
 
-create function pg_temp.lease(i_partition text, i_batch integer, i_lease uuid, i_now timestamptz)
+-- The lease of group g on partition i_partition of queue wk: one per partition.
+create function pg_temp.lease_id(i_partition text) returns uuid
+language sql as $$
+    select ('0196c000-0000-7000-8000-' || lpad(to_hex(ascii(i_partition)), 12, '0'))::uuid
+$$;
+
+-- A lease pop of i_batch messages of partition i_partition by group g.
+create function pg_temp.lease(i_partition text, i_batch integer, i_now timestamptz)
 returns void
 language sql as $$
     select regina.pop(jsonb_build_array(jsonb_build_object(
                'queue', 'wk', 'partition', i_partition, 'consumerGroup', 'g',
-               'batch', i_batch, 'leaseId', i_lease)), i_now)
+               'batch', i_batch, 'leaseId', pg_temp.lease_id(i_partition))), i_now)
 $$;
 
-create function pg_temp.item(i_tid text, i_partition text, i_lease uuid, i_status text)
-returns jsonb
+-- The ack item of message i_tid of partition i_partition under its lease.
+create function pg_temp.item(i_tid text, i_partition text, i_status text) returns jsonb
 language sql as $$
     select jsonb_build_object('transactionId', i_tid,
                               'partitionId', (select p.uuid::text from regina.partitions p
                                               where p.id = pg_temp.partition_id('wk', i_partition)),
-                              'leaseId', i_lease, 'status', i_status, 'consumerGroup', 'g')
+                              'leaseId', pg_temp.lease_id(i_partition), 'status', i_status,
+                              'consumerGroup', 'g')
 $$;
 
 do $$
@@ -51,79 +59,58 @@ declare
     v text;
     lone bigint;
     general bigint;
+    r record;
 begin
     perform regina.configure('{"queue":"wk","options":{"leaseTime":60,"retryLimit":3}}');
-    perform pg_temp.push_numbered('wk', 'a', 'a', 1, 1, t0);
-    perform pg_temp.push_numbered('wk', 'b', 'b', 1, 2, t0);
-    perform pg_temp.push_numbered('wk', 'c', 'c', 1, 1, t0);
-    perform pg_temp.push_numbered('wk', 'd', 'd', 1, 1, t0);
-    perform pg_temp.push_numbered('wk', 'e', 'e', 1, 2, t0);
-    perform pg_temp.push_numbered('wk', 'f', 'f', 1, 2, t0);
-    perform pg_temp.push_numbered('wk', 'h', 'h', 1, 3, t0);
-    perform pg_temp.push_numbered('wk', 'i', 'i', 1, 1, t0);
-    perform pg_temp.push_numbered('wk', 'j', 'j', 1, 1, t0);
-    perform pg_temp.push_numbered('wk', 'k', 'k', 1, 1, t0);
-    perform pg_temp.lease('a', 1, '0196c000-0000-7000-8000-00000000000a', t0);
-    perform pg_temp.lease('b', 1, '0196c000-0000-7000-8000-00000000000b', t0);
-    perform pg_temp.lease('c', 1, '0196c000-0000-7000-8000-00000000000c', t0);
-    perform pg_temp.lease('d', 1, '0196c000-0000-7000-8000-00000000000d', t0);
-    perform pg_temp.lease('e', 1, '0196c000-0000-7000-8000-00000000000e', t0);
-    perform pg_temp.lease('f', 2, '0196c000-0000-7000-8000-00000000000f', t0);
-    perform pg_temp.lease('h', 2, '0196c000-0000-7000-8000-000000000011', t0);
-    perform pg_temp.lease('i', 1, '0196c000-0000-7000-8000-000000000012', t0);
-    perform pg_temp.lease('j', 1, '0196c000-0000-7000-8000-000000000013', t0);
-    perform pg_temp.lease('k', 1, '0196c000-0000-7000-8000-000000000014', t0);
+    -- Partition, messages stored, messages leased.
+    for r in select * from (values ('a', 1, 1), ('b', 2, 1), ('c', 1, 1), ('d', 1, 1),
+                                   ('e', 2, 1), ('f', 2, 2), ('h', 3, 2), ('i', 1, 1),
+                                   ('j', 1, 1), ('k', 1, 1)) x(part, stored, leased) loop
+        perform pg_temp.push_numbered('wk', r.part, r.part, 1, r.stored, t0);
+        perform pg_temp.lease(r.part, r.leased, t0);
+    end loop;
     -- c gets a message while c1 is leased.
     perform pg_temp.push_numbered('wk', 'c', 'c', 2, 2, t0);
 
     -- One item, the last message of its partition: no one to wake.
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('a1', 'a', '0196c000-0000-7000-8000-00000000000a', 'completed')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('a1', 'a', 'completed')), t1);
     assert v = '-', format('a lease ended at the end of a: %s', v);
     -- One item with a message behind it, and one with a message pushed during its lease.
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('b1', 'b', '0196c000-0000-7000-8000-00000000000b', 'completed')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('b1', 'b', 'completed')), t1);
     assert v = 'g', format('b2 is due: %s', v);
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('c1', 'c', '0196c000-0000-7000-8000-00000000000c', 'completed')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('c1', 'c', 'completed')), t1);
     assert v = 'g', format('c2, pushed during the lease, is due: %s', v);
 
     -- Several one-message leases on different partitions (regina._ack_lone): d ends, e has e2.
     lone := pg_temp.calls('_ack_lone');
     general := pg_temp.calls('_ack_items');
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('d1', 'd', '0196c000-0000-7000-8000-00000000000d', 'completed'),
-             pg_temp.item('e1', 'e', '0196c000-0000-7000-8000-00000000000e', 'completed')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('d1', 'd', 'completed'),
+                                         pg_temp.item('e1', 'e', 'completed')), t1);
     assert v = '- g', format('d ended, e2 is due: %s', v);
     assert pg_temp.calls('_ack_lone') = lone + 1 and pg_temp.calls('_ack_items') = general,
         'settled by regina._ack_lone';
 
     -- The general loop: an ack/batch of a whole lease at the end of f, then of a lease with h3
     -- behind it (the run's last item names the group).
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('f1', 'f', '0196c000-0000-7000-8000-00000000000f', 'completed'),
-             pg_temp.item('f2', 'f', '0196c000-0000-7000-8000-00000000000f', 'completed')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('f1', 'f', 'completed'),
+                                         pg_temp.item('f2', 'f', 'completed')), t1);
     assert v = '- -', format('f ended: %s', v);
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('h1', 'h', '0196c000-0000-7000-8000-000000000011', 'completed'),
-             pg_temp.item('h2', 'h', '0196c000-0000-7000-8000-000000000011', 'completed')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('h1', 'h', 'completed'),
+                                         pg_temp.item('h2', 'h', 'completed')), t1);
     assert v = '- g', format('h3 is due: %s', v);
     assert pg_temp.calls('_ack_items') = general + 2, 'settled by the general loop';
 
     -- A failure with retries left makes its message due again; a dead letter at the end does not.
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('i1', 'i', '0196c000-0000-7000-8000-000000000012', 'failed')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('i1', 'i', 'failed')), t1);
     assert v = 'g', format('i1 is retried: %s', v);
-    v := pg_temp.wakes(jsonb_build_array(
-             pg_temp.item('j1', 'j', '0196c000-0000-7000-8000-000000000013', 'dlq')), t1);
+    v := pg_temp.wakes(jsonb_build_array(pg_temp.item('j1', 'j', 'dlq')), t1);
     assert v = '-', format('j1 dead-lettered, j ended: %s', v);
 
     -- An ack that accounts its lease's expiry fails, and wakes the group: k1 is due again.
     select string_agg(coalesce(a.wake_group, '-') || ' ' || (a.result ->> 'code'), ' ')
     into v
-    from regina.ack(jsonb_build_array(
-             pg_temp.item('k1', 'k', '0196c000-0000-7000-8000-000000000014', 'completed')),
-         t0 + interval '2 minutes') a;
+    from regina.ack(jsonb_build_array(pg_temp.item('k1', 'k', 'completed')),
+                    t0 + interval '2 minutes') a;
     assert v = 'g lease_expired', format('k1 is due again after the expiry: %s', v);
 end
 $$;
