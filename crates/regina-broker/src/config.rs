@@ -415,8 +415,8 @@ pub struct Config {
     pub longpoll_recheck_ms: u64,
     /// How long this instance trusts that a consumer group had nothing due on a queue, letting
     /// its long-polls there park without asking the database again, milliseconds (0 disables).
-    /// Pushes (on any instance), lease ends and seeks heard here end it at once; a lease ended
-    /// on another instance is seen after at most this long.
+    /// Pushes (on any instance), lease ends that leave work on their partition and seeks heard
+    /// here end it at once; a lease ended on another instance is seen after at most this long.
     #[arg(long, env = "LONGPOLL_QUIET_MS", default_value_t = defaults::LONGPOLL_QUIET_MS)]
     pub longpoll_quiet_ms: u64,
     /// A push runs the pops of the long-polls of one queue that it would wake in its own
