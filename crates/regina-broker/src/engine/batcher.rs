@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::repeat::{repeating_conflicts, succeeded};
@@ -139,6 +140,9 @@ pub(crate) struct BatchSettings {
     /// Wait for more requests before sending, once a slot is free (`BATCH_HOLD_US`; pops
     /// `POP_HOLD_US`).
     pub(crate) hold: Duration,
+    /// Hold only a request that is alone, while requests come at least this often on average
+    /// and recent holds found company ([`Pace`]; `BATCH_HOLD_GAP_US`); `None`: hold every call.
+    pub(crate) hold_gap: Option<Duration>,
     /// The batchers this one defers small calls to, its own other slots included: push lanes
     /// (`PUSH_PARALLEL_ITEMS_MIN`), the ack calls (`ACK_PARALLEL_ITEMS_MIN`).
     pub(crate) company: Option<Arc<Company>>,
@@ -147,6 +151,131 @@ pub(crate) struct BatchSettings {
 struct Job<O: BatchOp> {
     request: O::Request,
     reply: oneshot::Sender<Result<O::Response, DbError>>,
+    /// When it was submitted.
+    at: Instant,
+}
+
+/// Whether a batcher's lone requests should wait for company: while its requests come busily
+/// and its recent holds found company.
+///
+/// The pace is a moving average of the gaps between submissions, over about the last eight; a gap
+/// counts as at most eight times the busy gap, so that after a silence a few quick requests make
+/// the batcher busy again. The payoff is the share of recent holds (about the last eight) during
+/// which another request came. A client that sends its next request only after the answer to the
+/// last one can look busy, yet never finds company: once the payoff falls below
+/// [`Pace::PAYOFF_MIN`], a lone request waits only as a probe, to learn whether holding pays
+/// again: the [`Pace::PROBE_EVERY`]th one, then twice as many after each probe that found no
+/// company (up to [`Pace::PROBE_EVERY_MAX`]), and [`Pace::PROBE_EVERY`] again once one did.
+#[derive(Debug)]
+struct Pace {
+    /// `BATCH_HOLD_GAP_US`: the batcher is busy while the average gap is below it.
+    busy_gap: Duration,
+    average: Duration,
+    last: Option<Instant>,
+    payoff: f64,
+    /// Lone requests of a busy batcher sent at once since the last probe.
+    skipped: u32,
+    /// The lone request that is the next probe, counting from the last one.
+    probe_every: u32,
+}
+
+impl Pace {
+    const PAYOFF_MIN: f64 = 0.125;
+    const PROBE_EVERY: u32 = 16;
+    const PROBE_EVERY_MAX: u32 = 1024;
+
+    fn new(busy_gap: Duration) -> Pace {
+        Pace {
+            busy_gap,
+            average: busy_gap.saturating_mul(8),
+            last: None,
+            payoff: 0.0,
+            skipped: 0,
+            probe_every: Pace::PROBE_EVERY,
+        }
+    }
+
+    fn arrived(&mut self, at: Instant) {
+        if let Some(last) = self.last {
+            let gap = at
+                .saturating_duration_since(last)
+                .min(self.busy_gap.saturating_mul(8));
+            self.average = self.average - self.average / 8 + gap / 8;
+        }
+        self.last = Some(self.last.map_or(at, |last| last.max(at)));
+    }
+
+    fn busy(&self) -> bool {
+        self.average < self.busy_gap
+    }
+
+    /// Whether a call's first request, `alone` if nothing else waits, should wait for company
+    /// (then [`Pace::held`] tells how that went).
+    fn holds(&mut self, alone: bool) -> bool {
+        if !alone || !self.busy() {
+            return false;
+        }
+        if self.payoff >= Pace::PAYOFF_MIN {
+            return true;
+        }
+        self.skipped += 1;
+        let probe = self.skipped >= self.probe_every;
+        if probe {
+            self.skipped = 0;
+        }
+        probe
+    }
+
+    /// Counts a hold, and whether another request came during it.
+    fn held(&mut self, company: bool) {
+        self.payoff += (f64::from(u8::from(company)) - self.payoff) / 8.0;
+        self.probe_every = if company {
+            Pace::PROBE_EVERY
+        } else if self.payoff < Pace::PAYOFF_MIN {
+            (self.probe_every * 2).min(Pace::PROBE_EVERY_MAX)
+        } else {
+            self.probe_every
+        };
+    }
+}
+
+/// A dispatcher's end of its channel, keeping the [`Pace`] of what it receives.
+struct Inbox<O: BatchOp> {
+    receiver: mpsc::UnboundedReceiver<Job<O>>,
+    pace: Option<Pace>,
+}
+
+impl<O: BatchOp> Inbox<O> {
+    fn received(&mut self, job: Job<O>) -> Job<O> {
+        if let Some(pace) = &mut self.pace {
+            pace.arrived(job.at);
+        }
+        job
+    }
+
+    async fn recv(&mut self) -> Option<Job<O>> {
+        let job = self.receiver.recv().await?;
+        Some(self.received(job))
+    }
+
+    fn try_recv(&mut self) -> Option<Job<O>> {
+        let job = self.receiver.try_recv().ok()?;
+        Some(self.received(job))
+    }
+
+    /// Whether a call that has its first request should wait `hold` for company: always without
+    /// a [`Pace`], else as it says.
+    fn holds(&mut self) -> bool {
+        let alone = self.receiver.is_empty();
+        self.pace.as_mut().is_none_or(|pace| pace.holds(alone))
+    }
+
+    /// Tells the [`Pace`] how a hold went.
+    fn held(&mut self, company: bool) {
+        if let Some(pace) = &mut self.pace {
+            pace.held(company);
+        }
+    }
 }
 
 /// The submitting side of one operation kind's batcher.
@@ -176,7 +305,11 @@ impl<O: BatchOp> Batcher<O> {
     pub(crate) async fn submit(&self, request: O::Request) -> Result<O::Response, DbError> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send(Job { request, reply })
+            .send(Job {
+                request,
+                reply,
+                at: Instant::now(),
+            })
             .map_err(|_| DbError::Unavailable("broker is shutting down".to_owned()))?;
         answer
             .await
@@ -189,9 +322,13 @@ async fn dispatch<O: BatchOp>(
     executor: O::Executor,
     settings: BatchSettings,
     calls: DbCallMetrics,
-    mut receiver: mpsc::UnboundedReceiver<Job<O>>,
+    receiver: mpsc::UnboundedReceiver<Job<O>>,
 ) {
     let slots = Arc::new(Semaphore::new(settings.slots.max(1)));
+    let mut inbox = Inbox {
+        receiver,
+        pace: settings.hold_gap.map(Pace::new),
+    };
     // A request that did not fit the previous call opens the next one.
     let mut carried: Option<Job<O>> = None;
     loop {
@@ -201,19 +338,21 @@ async fn dispatch<O: BatchOp>(
         };
         let first = match carried.take() {
             Some(job) => job,
-            None => match receiver.recv().await {
+            None => match inbox.recv().await {
                 Some(job) => job,
                 None => return,
             },
         };
-        if !settings.hold.is_zero() {
+        let held = !settings.hold.is_zero() && inbox.holds();
+        if held {
+            calls.held();
             tokio::time::sleep(settings.hold).await;
         }
         let mut weight = O::weight(&first.request);
         let mut bytes = O::bytes(&first.request);
         let mut jobs = vec![first];
         while jobs.len() < settings.requests_max.max(1) {
-            let Ok(job) = receiver.try_recv() else {
+            let Some(job) = inbox.try_recv() else {
                 break;
             };
             let (job_weight, job_bytes) = (O::weight(&job.request), O::bytes(&job.request));
@@ -225,12 +364,15 @@ async fn dispatch<O: BatchOp>(
             bytes += job_bytes;
             jobs.push(job);
         }
+        if held {
+            inbox.held(jobs.len() > 1 || carried.is_some());
+        }
         let mut running = None;
         if let Some(company) = &settings.company {
             take_turn(
                 company,
                 &settings,
-                &mut receiver,
+                &mut inbox,
                 &mut jobs,
                 (&mut weight, &mut bytes),
                 &mut carried,
@@ -263,7 +405,7 @@ async fn dispatch<O: BatchOp>(
 async fn take_turn<O: BatchOp>(
     company: &Company,
     settings: &BatchSettings,
-    receiver: &mut mpsc::UnboundedReceiver<Job<O>>,
+    inbox: &mut Inbox<O>,
     jobs: &mut Vec<Job<O>>,
     (weight, bytes): (&mut usize, &mut usize),
     carried: &mut Option<Job<O>>,
@@ -285,7 +427,7 @@ async fn take_turn<O: BatchOp>(
         waiting = true;
         tokio::select! {
             () = &mut ended => {}
-            job = receiver.recv() => match job {
+            job = inbox.recv() => match job {
                 None => open = false,
                 Some(job) => {
                     let (job_weight, job_bytes) =

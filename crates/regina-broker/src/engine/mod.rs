@@ -58,12 +58,13 @@ impl Engine {
         maintenance: &Arc<Maintenance>,
         config: &Config,
     ) -> Engine {
-        let settings = |slots, hold_us| BatchSettings {
+        let settings = |slots| BatchSettings {
             slots,
             requests_max: config.batch_requests_max,
             items_max: config.batch_items_max,
             bytes_max: config.batch_bytes_max,
-            hold: Duration::from_micros(hold_us),
+            hold: Duration::from_micros(config.batch_hold_us),
+            hold_gap: Some(Duration::from_micros(config.batch_hold_gap_us)),
             company: None,
         };
         let lanes = Company::new(config.push_parallel_items_min);
@@ -97,7 +98,7 @@ impl Engine {
                         db.clone(),
                         BatchSettings {
                             company: Some(lanes.clone()),
-                            ..settings(1, config.batch_hold_us)
+                            ..settings(1)
                         },
                         metrics,
                     )
@@ -111,7 +112,11 @@ impl Engine {
                     commit_async: config.auto_ack_commit_async,
                 }),
                 db.clone(),
-                settings(config.db_calls_pop, config.pop_hold_us),
+                BatchSettings {
+                    hold: Duration::from_micros(config.pop_hold_us),
+                    hold_gap: None,
+                    ..settings(config.db_calls_pop)
+                },
                 metrics,
             ),
             ack: Batcher::start(
@@ -123,14 +128,14 @@ impl Engine {
                 db.clone(),
                 BatchSettings {
                     company: Some(Company::new(config.ack_parallel_items_min)),
-                    ..settings(config.db_calls_ack, config.batch_hold_us)
+                    ..settings(config.db_calls_ack)
                 },
                 metrics,
             ),
             extend: Batcher::start(
                 Arc::new(ExtendOp),
                 db.clone(),
-                settings(EXTEND_SLOTS, config.batch_hold_us),
+                settings(EXTEND_SLOTS),
                 metrics,
             ),
         }

@@ -68,6 +68,7 @@ pub(crate) const DB_OPS: &[&str] = &[
 pub(crate) struct DbCallMetrics {
     duration: Histogram,
     requests: Histogram,
+    holds: IntCounter,
     errors: IntCounter,
 }
 
@@ -79,6 +80,11 @@ impl DbCallMetrics {
         if !ok {
             self.errors.inc();
         }
+    }
+
+    /// Counts one call that waited its hold for company before going out.
+    pub(crate) fn held(&self) {
+        self.holds.inc();
     }
 }
 
@@ -128,6 +134,7 @@ pub(crate) struct Metrics {
     http: http::HttpMetrics,
     db_call_duration: HistogramVec,
     batch_requests: HistogramVec,
+    batch_holds: IntCounterVec,
     queues: QueueLabels,
     push_rejected: IntCounterVec,
     failover_buffered: IntCounter,
@@ -297,8 +304,9 @@ fn http_families(registry: &Registry) -> http::HttpMetrics {
     )
 }
 
-/// `db_call_duration_seconds{op}` and `batch_requests{op}`, with a series for every op.
-fn db_families(registry: &Registry) -> (HistogramVec, HistogramVec) {
+/// `db_call_duration_seconds{op}`, `batch_requests{op}` and `batch_holds_total{op}`, with a series
+/// for every op.
+fn db_families(registry: &Registry) -> (HistogramVec, HistogramVec, IntCounterVec) {
     let duration = histogram_vec(
         registry,
         "db_call_duration_seconds",
@@ -313,11 +321,19 @@ fn db_families(registry: &Registry) -> (HistogramVec, HistogramVec) {
         BATCH_BUCKETS,
         &["op"],
     );
+    let holds = counter_vec(
+        registry,
+        "batch_holds_total",
+        "Database calls that waited BATCH_HOLD_US (pops: POP_HOLD_US) for more requests to fuse \
+         with before going out.",
+        &["op"],
+    );
     for op in DB_OPS {
         duration.with_label_values(&[op]);
         requests.with_label_values(&[op]);
+        holds.with_label_values(&[op]);
     }
-    (duration, requests)
+    (duration, requests, holds)
 }
 
 fn register_build_info(registry: &Registry) {
@@ -337,13 +353,14 @@ impl Metrics {
     pub(crate) fn new(origin: Instant, queue_labels_max: usize) -> Metrics {
         let registry =
             Registry::new_custom(Some(NAMESPACE.to_owned()), None).expect("valid namespace");
-        let (db_call_duration, batch_requests) = db_families(&registry);
+        let (db_call_duration, batch_requests, batch_holds) = db_families(&registry);
         register_build_info(&registry);
         register_process(&registry);
         Metrics {
             http: http_families(&registry),
             db_call_duration,
             batch_requests,
+            batch_holds,
             queues: QueueLabels::new(queue_families(&registry), queue_labels_max),
             push_rejected: counter_vec(
                 &registry,
@@ -393,6 +410,7 @@ impl Metrics {
         DbCallMetrics {
             duration: self.db_call_duration.with_label_values(&[op]),
             requests: self.batch_requests.with_label_values(&[op]),
+            holds: self.batch_holds.with_label_values(&[op]),
             errors: self.db_errors.clone(),
         }
     }

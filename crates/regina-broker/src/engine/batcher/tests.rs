@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures::task::noop_waker_ref;
 use tokio::sync::{mpsc, Semaphore};
 
-use super::{BatchOp, BatchSettings, Batcher, Company, Turns};
+use super::{BatchOp, BatchSettings, Batcher, Company, Pace, Turns};
 use crate::db::DbError;
 use crate::engine::repeat::CONFLICT_RETRIES_MAX;
 use crate::metrics::Metrics;
@@ -171,6 +171,7 @@ fn settings(slots: usize, requests_max: usize, items_max: usize) -> BatchSetting
         items_max,
         bytes_max: usize::MAX,
         hold: Duration::ZERO,
+        hold_gap: None,
         company: None,
     }
 }
@@ -490,6 +491,163 @@ async fn a_hold_fuses_the_requests_that_come_during_it() {
     );
     answers(vec![third]).await[0].as_ref().expect("answered");
     assert_eq!(h.db.calls(), [vec![1, 2], vec![3]]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hold_with_a_pace_waits_only_where_company_comes() {
+    let hold = Duration::from_millis(2);
+    let settings = BatchSettings {
+        hold,
+        hold_gap: Some(Duration::from_millis(3)),
+        ..settings(1, 100, 100)
+    };
+    let mut h = Harness::start_with(settings, gated());
+    // A new batcher is not busy: its first request goes out at once.
+    let sent = tokio::time::Instant::now();
+    let mut pending = vec![h.enqueue(req(0))];
+    assert_eq!(h.next_call().await, [0]);
+    assert_eq!(sent.elapsed(), Duration::ZERO, "the first request waited");
+    // Forty requests a millisecond apart pile up behind that call: a busy pace.
+    for id in 1..=40 {
+        tokio::time::advance(Duration::from_millis(1)).await;
+        pending.push(h.enqueue(req(id)));
+    }
+    h.db.open(1);
+    assert_eq!(h.next_call().await, (1..=40).collect::<Vec<_>>());
+    // From here on calls end as soon as they start.
+    h.db.open(10_000);
+    for answer in answers(std::mem::take(&mut pending)).await {
+        answer.expect("answered");
+    }
+    // A stream of a request every millisecond, none waiting for its answer. No hold has paid
+    // yet, so lone requests go out at once, until the sixteenth waits: another request comes
+    // during its hold, and from then on lone requests wait and go out with the ones that come
+    // meanwhile.
+    for id in 100..160 {
+        pending.push(h.enqueue(req(id)));
+        tokio::time::advance(Duration::from_millis(1)).await;
+    }
+    for answer in answers(std::mem::take(&mut pending)).await {
+        answer.expect("answered");
+    }
+    let stream: Vec<Vec<u32>> = h.db.calls().into_iter().filter(|c| c[0] >= 100).collect();
+    assert!(
+        stream[..15].iter().all(|call| call.len() == 1),
+        "requests waited before any hold paid: {stream:?}"
+    );
+    assert!(
+        // The last request's hold finds no one: the stream has ended.
+        stream[stream.len() - 10..stream.len() - 1]
+            .iter()
+            .all(|call| call.len() > 1),
+        "a stream with company for every hold still sends alone: {stream:?}"
+    );
+    // One client that sends each request after the answer to the last, without pause: busy, but
+    // a hold never finds company. Once the holds of the stream are forgotten, only probes wait,
+    // fewer and fewer.
+    let mut held = Vec::new();
+    for id in 1_000..1_512 {
+        let sent = tokio::time::Instant::now();
+        answers(vec![h.enqueue(req(id))]).await[0]
+            .as_ref()
+            .expect("answered");
+        held.push(sent.elapsed() >= hold);
+    }
+    let first_sent = held
+        .iter()
+        .position(|h| !*h)
+        .expect("a request went at once");
+    assert!(
+        first_sent <= 16,
+        "{first_sent} holds in a row found no company"
+    );
+    let probes: Vec<usize> = (first_sent..held.len()).filter(|k| held[*k]).collect();
+    assert!(
+        (3..=5).contains(&probes.len()),
+        "probes at {probes:?} of the 512 requests"
+    );
+    let intervals: Vec<usize> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        intervals.windows(2).all(|w| w[1] == 2 * w[0]),
+        "probes at {probes:?}: each failed probe doubles the interval"
+    );
+    // After a pause of 30 ms the pace is no longer busy: a lone request goes out at once.
+    tokio::time::advance(Duration::from_millis(30)).await;
+    let sent = tokio::time::Instant::now();
+    answers(vec![h.enqueue(req(300))]).await[0]
+        .as_ref()
+        .expect("answered");
+    assert_eq!(
+        sent.elapsed(),
+        Duration::ZERO,
+        "a request after a pause waited"
+    );
+}
+
+#[test]
+fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
+    let start = tokio::time::Instant::now();
+    let mut pace = Pace::new(Duration::from_millis(3));
+    let mut at = start;
+    let mut arrive = |pace: &mut Pace, gap_ms: u64, times: usize| {
+        for _ in 0..times {
+            at += Duration::from_millis(gap_ms);
+            pace.arrived(at);
+        }
+    };
+    arrive(&mut pace, 0, 1);
+    assert!(!pace.busy(), "one request is no pace");
+    arrive(&mut pace, 2, 40);
+    assert!(pace.busy(), "500 a second, against a gap of 3 ms");
+    arrive(&mut pace, 4, 40);
+    assert!(!pace.busy(), "250 a second");
+    arrive(&mut pace, 1, 20);
+    assert!(pace.busy(), "1 000 a second again");
+    // A long silence counts as a capped gap: the pace recovers after a few quick requests.
+    arrive(&mut pace, 60_000, 1);
+    assert!(!pace.busy(), "after a minute of silence");
+    arrive(&mut pace, 0, 16);
+    assert!(pace.busy(), "sixteen requests at once after the silence");
+}
+
+#[test]
+fn a_busy_pace_holds_a_lone_request_while_holds_find_company() {
+    let mut pace = Pace::new(Duration::from_millis(3));
+    let start = tokio::time::Instant::now();
+    for k in 0..40 {
+        pace.arrived(start + Duration::from_millis(k));
+    }
+    assert!(pace.busy());
+    // A request with others waiting never waits.
+    assert!((0..100).all(|_| !pace.holds(false)));
+    // No hold has paid yet: only every sixteenth lone request waits.
+    let probes: Vec<bool> = (0..32).map(|_| pace.holds(true)).collect();
+    let expected: Vec<bool> = (1..=32).map(|k| k % Pace::PROBE_EVERY == 0).collect();
+    assert_eq!(probes, expected);
+    // A probe that found no company makes the next come twice as late.
+    pace.held(false);
+    let probes: Vec<bool> = (0..64).map(|_| pace.holds(true)).collect();
+    let expected: Vec<bool> = (1..=64).map(|k| k % (2 * Pace::PROBE_EVERY) == 0).collect();
+    assert_eq!(probes, expected);
+    // One that found company makes every lone request wait...
+    pace.held(true);
+    assert!((0..10).all(|_| pace.holds(true)));
+    // ...until most recent holds found none.
+    let mut misses = 0;
+    while pace.holds(true) {
+        pace.held(false);
+        misses += 1;
+    }
+    assert!((1..=16).contains(&misses), "{misses} misses");
+    // The hold that found company set the probes back to every sixteenth; the miss that took the
+    // payoff below its minimum doubled that once (the request that ended the loop was the first
+    // to go at once).
+    let next = (2..=1_000).find(|_| pace.holds(true));
+    assert_eq!(next, Some(2 * Pace::PROBE_EVERY));
+    // A batcher that is not busy never waits, whatever holds found.
+    let mut idle = Pace::new(Duration::from_millis(3));
+    idle.held(true);
+    assert!((0..100).all(|_| !idle.holds(true)));
 }
 
 /// Two batchers of one [`Company`] (one slot each, as push lanes), on gated fakes.

@@ -29,6 +29,7 @@ const FAMILIES: &[&str] = &[
     "regina_failover_replayed_total",
     "regina_longpoll_quiet_parks_total",
     "regina_longpoll_push_pops_total",
+    "regina_batch_holds_total",
     "regina_push_announcements_skipped_total",
     "regina_http_request_duration_seconds",
     "regina_db_call_duration_seconds",
