@@ -608,6 +608,12 @@ fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
     assert!(!pace.busy(), "after a minute of silence");
     arrive(&mut pace, 0, 16);
     assert!(pace.busy(), "sixteen requests at once after the silence");
+    // `BATCH_HOLD_GAP_US=0`: never busy, however quick the requests.
+    let mut never = Pace::new(Duration::ZERO);
+    for _ in 0..100 {
+        never.arrived(start);
+    }
+    assert!(!never.busy(), "busy with a gap of 0");
 }
 
 #[test]
