@@ -3,8 +3,6 @@
 # first in each pair.
 # Usage, from the repository root: final.sh OLD_BIN NEW_BIN OUT_DIR
 set -euo pipefail
-old=$1 new=$2 out=$3
-mkdir -p "$out"
 . "$(dirname "$0")/lib.sh"
 for i in 1 2; do
   pair e2e "$i" e2e

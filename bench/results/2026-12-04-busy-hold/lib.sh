@@ -1,4 +1,6 @@
-# Sourced by the scripts of this directory, with `old`, `new` and `out` set.
+# Sourced by the scripts of this directory, whose arguments are OLD_BIN NEW_BIN OUT_DIR.
+old=$1 new=$2 out=$3
+mkdir -p "$out"
 # run NAME BIN SHAPE [ARGS...]: one broker run of SHAPE, its report in $out/NAME.
 run() {
   local name=$1 bin=$2 shape=$3

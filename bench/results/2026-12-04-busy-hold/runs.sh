@@ -5,8 +5,6 @@
 #   always: OLD_BIN with BATCH_HOLD_US=500 (every lone request waits)
 #   busy:   NEW_BIN with its defaults (BATCH_HOLD_US 500, BATCH_HOLD_GAP_US 3 000)
 set -euo pipefail
-old=$1 new=$2 out=$3
-mkdir -p "$out"
 . "$(dirname "$0")/lib.sh"
 for i in 1 2; do
   run "e2e-before-$i" "$old" e2e

@@ -2,8 +2,6 @@
 # More pairs, the build before first: e2e-ack, e2e at 100 msg/s, app and mixed.
 # Usage, from the repository root: runs2.sh OLD_BIN NEW_BIN OUT_DIR
 set -euo pipefail
-old=$1 new=$2 out=$3
-mkdir -p "$out"
 . "$(dirname "$0")/lib.sh"
 for i in 2 3; do
   pair e2eack "$i" e2e-ack

@@ -3,8 +3,6 @@
 # producer of single-message pushes (to one partition, then over 1 000), before and busy.
 # Usage, from the repository root: runs3.sh OLD_BIN NEW_BIN OUT_DIR
 set -euo pipefail
-old=$1 new=$2 out=$3
-mkdir -p "$out"
 . "$(dirname "$0")/lib.sh"
 run "e2e100-busy-3" "$new" e2e --rate 100
 run "e2e100-before-3" "$old" e2e --rate 100

@@ -106,7 +106,7 @@ pub mod defaults {
     /// `LONGPOLL_QUIET_MS`, milliseconds (0 disables).
     pub const LONGPOLL_QUIET_MS: u64 = 1_000;
     /// `BATCH_HOLD_US`, microseconds: single-message pushes fused this way at 1 000 a second cost
-    /// PostgreSQL 11-14 % less per message, 16-18 % with acknowledged leases (docs/tuning.md); a
+    /// PostgreSQL 7-14 % less per message, 16-18 % with acknowledged leases (docs/tuning.md); a
     /// light load and a client that waits for each answer do not wait (`BATCH_HOLD_GAP_US`).
     pub const BATCH_HOLD_US: u64 = 500;
     /// `BATCH_HOLD_GAP_US`, microseconds: a push lane holds while it gets more than about 330
