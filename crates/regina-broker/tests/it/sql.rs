@@ -56,6 +56,34 @@ async fn sql_level_tests_pass_each_on_a_fresh_database() {
     );
 }
 
+/// A vacuum leaves the ready set its empty pages: truncating them takes an ACCESS EXCLUSIVE lock,
+/// which stalls every push and pop for as long as the vacuum holds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_vacuum_leaves_the_ready_set_its_pages() {
+    let broker = TestBroker::start().await;
+    let database = broker.database().expect("a database of the test kit");
+    broker.shutdown().await;
+    let db = database.connect().await;
+    db.batch_execute(
+        "insert into regina.ready (partition_id, consumer_group, queue_id, eligible_at)
+         select g, 'g', 1, now() from generate_series(1, 5000) g;
+         delete from regina.ready;",
+    )
+    .await
+    .unwrap();
+    let pages = || async {
+        let row = db
+            .query_one("select pg_relation_size('regina.ready')", &[])
+            .await
+            .unwrap();
+        row.get::<_, i64>(0)
+    };
+    let before = pages().await;
+    assert!(before > 0, "the ready set was filled");
+    db.batch_execute("vacuum regina.ready").await.unwrap();
+    assert_eq!(pages().await, before, "the vacuum truncated the ready set");
+}
+
 /// Every function definition, column and index of the schema, and the applied migrations.
 async fn schema_fingerprint(db: &tokio_postgres::Client) -> Vec<String> {
     let rows = db
