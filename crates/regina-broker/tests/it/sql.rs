@@ -1,4 +1,5 @@
-//! The SQL-level tests of `sql/tests/` (each on a fresh database), and idempotent installation.
+//! The SQL-level tests of `sql/tests/` (each on a fresh database), idempotent installation, and the
+//! storage settings of hot tables, checked by what a vacuum does to them.
 
 use std::path::PathBuf;
 
