@@ -175,6 +175,9 @@ struct Common {
     /// Partitions a consumer's pop may claim, `partitions` (overrides the scenario's).
     #[arg(long)]
     pop_partitions: Option<u32>,
+    /// Consumers of each group (overrides the scenario's).
+    #[arg(long)]
+    consumers: Option<usize>,
     /// Messages written straight into the tables before the run (steady-state; overrides; other
     /// scenarios have none).
     #[arg(long)]
@@ -269,6 +272,11 @@ impl Common {
         }
         if let Some(n) = self.pop_partitions {
             plan.pop_partitions = n.max(1);
+        }
+        if let Some(n) = self.consumers {
+            for g in &mut plan.groups {
+                g.consumers = n.max(1);
+            }
         }
         if let Some(n) = self.stored.filter(|_| plan.stored > 0) {
             plan.stored = n;

@@ -448,7 +448,10 @@ pub struct Config {
     #[arg(long, env = "BATCH_HOLD_GAP_US", default_value_t = defaults::BATCH_HOLD_GAP_US)]
     pub batch_hold_gap_us: u64,
     /// Time a pop call waits, once it may start, for more pop requests to fuse with,
-    /// microseconds (0: fuse only what is already waiting). The runtime's timer ticks every
+    /// microseconds (0: fuse only what is already waiting). A call whose first request has
+    /// others waiting with it always waits; a lone request waits while such waits find company,
+    /// at any pace, and otherwise only as a probe, as `BATCH_HOLD_US` says: one consumer that
+    /// pops again only after each answer does not wait. The runtime's timer ticks every
     /// millisecond, so a wait lasts until the first tick after it.
     #[arg(long, env = "POP_HOLD_US", default_value_t = defaults::POP_HOLD_US)]
     pub pop_hold_us: u64,

@@ -140,12 +140,27 @@ pub(crate) struct BatchSettings {
     /// Wait for more requests before sending, once a slot is free (`BATCH_HOLD_US`; pops
     /// `POP_HOLD_US`).
     pub(crate) hold: Duration,
-    /// Hold only a request that is alone, while requests come at least this often on average
-    /// and recent holds found company ([`Pace`]; `BATCH_HOLD_GAP_US`); `None`: hold every call.
-    pub(crate) hold_gap: Option<Duration>,
+    /// Which calls wait `hold`.
+    pub(crate) hold_rule: HoldRule,
     /// The batchers this one defers small calls to, its own other slots included: push lanes
     /// (`PUSH_PARALLEL_ITEMS_MIN`), the ack calls (`ACK_PARALLEL_ITEMS_MIN`).
     pub(crate) company: Option<Arc<Company>>,
+}
+
+/// Which calls of a batcher wait its `hold` for company.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum HoldRule {
+    /// Every call (the tests of the hold itself).
+    #[cfg(test)]
+    Every,
+    /// A call whose first request is alone, while requests come on average at least this often
+    /// (`BATCH_HOLD_GAP_US`) and recent such waits found company ([`Pace`]): pushes, acks and
+    /// lease extensions. A call with others waiting goes at once.
+    Lone { busy_gap: Duration },
+    /// Every call whose first request has others waiting (under load a held pop call claims
+    /// more messages per partition, whether or not more requests join it), and a lone request
+    /// while recent such waits found company ([`Pace`]), at any pace: pops.
+    Gather,
 }
 
 struct Job<O: BatchOp> {
@@ -156,7 +171,9 @@ struct Job<O: BatchOp> {
 }
 
 /// Whether a batcher's lone requests should wait for company: while its requests come busily
-/// and its recent holds found company.
+/// (with a busy gap) and its recent holds found company. A call with others waiting behind its
+/// first request goes at once, unless the pace `gathers`: then it always waits, and only lone
+/// holds count.
 ///
 /// The pace is a moving average of the gaps between submissions, over about the last eight; a gap
 /// counts as at most eight times the busy gap, so that after a silence a few quick requests make
@@ -168,8 +185,11 @@ struct Job<O: BatchOp> {
 /// company (up to [`Pace::PROBE_EVERY_MAX`]), and [`Pace::PROBE_EVERY`] again once one did.
 #[derive(Debug)]
 struct Pace {
-    /// `BATCH_HOLD_GAP_US`: the batcher is busy while the average gap is below it.
-    busy_gap: Duration,
+    /// `BATCH_HOLD_GAP_US`: the batcher is busy while the average gap is below it; `None`:
+    /// always busy.
+    busy_gap: Option<Duration>,
+    /// Whether a call with company already waiting waits.
+    gathers: bool,
     average: Duration,
     last: Option<Instant>,
     payoff: f64,
@@ -184,10 +204,21 @@ impl Pace {
     const PROBE_EVERY: u32 = 16;
     const PROBE_EVERY_MAX: u32 = 1024;
 
-    fn new(busy_gap: Duration) -> Pace {
+    /// The pace of a batcher with `rule`, if it keeps one.
+    fn of(rule: HoldRule) -> Option<Pace> {
+        match rule {
+            #[cfg(test)]
+            HoldRule::Every => None,
+            HoldRule::Lone { busy_gap } => Some(Pace::new(Some(busy_gap), false)),
+            HoldRule::Gather => Some(Pace::new(None, true)),
+        }
+    }
+
+    fn new(busy_gap: Option<Duration>, gathers: bool) -> Pace {
         Pace {
             busy_gap,
-            average: busy_gap.saturating_mul(8),
+            gathers,
+            average: busy_gap.map_or(Duration::ZERO, |gap| gap.saturating_mul(8)),
             last: None,
             payoff: 0.0,
             skipped: 0,
@@ -196,23 +227,29 @@ impl Pace {
     }
 
     fn arrived(&mut self, at: Instant) {
+        let Some(busy_gap) = self.busy_gap else {
+            return;
+        };
         if let Some(last) = self.last {
             let gap = at
                 .saturating_duration_since(last)
-                .min(self.busy_gap.saturating_mul(8));
+                .min(busy_gap.saturating_mul(8));
             self.average = self.average - self.average / 8 + gap / 8;
         }
         self.last = Some(self.last.map_or(at, |last| last.max(at)));
     }
 
     fn busy(&self) -> bool {
-        self.average < self.busy_gap
+        self.busy_gap.is_none_or(|gap| self.average < gap)
     }
 
     /// Whether a call's first request, `alone` if nothing else waits, should wait for company
     /// (then [`Pace::held`] tells how that went).
     fn holds(&mut self, alone: bool) -> bool {
-        if !alone || !self.busy() {
+        if !alone {
+            return self.gathers;
+        }
+        if !self.busy() {
             return false;
         }
         if self.payoff >= Pace::PAYOFF_MIN {
@@ -263,11 +300,14 @@ impl<O: BatchOp> Inbox<O> {
         Some(self.received(job))
     }
 
-    /// Whether a call that has its first request should wait `hold` for company: always without
-    /// a [`Pace`], else as it says.
-    fn holds(&mut self) -> bool {
-        let alone = self.receiver.is_empty();
-        self.pace.as_mut().is_none_or(|pace| pace.holds(alone))
+    /// Whether a call that has its first request should wait `hold` for company (always without
+    /// a [`Pace`], else as it says), and if so how many requests wait behind it.
+    fn holds(&mut self) -> Option<usize> {
+        let waiting = self.receiver.len();
+        self.pace
+            .as_mut()
+            .is_none_or(|pace| pace.holds(waiting == 0))
+            .then_some(waiting)
     }
 
     /// Tells the [`Pace`] how a hold went.
@@ -327,7 +367,7 @@ async fn dispatch<O: BatchOp>(
     let slots = Arc::new(Semaphore::new(settings.slots.max(1)));
     let mut inbox = Inbox {
         receiver,
-        pace: settings.hold_gap.map(Pace::new),
+        pace: Pace::of(settings.hold_rule),
     };
     // A request that did not fit the previous call opens the next one.
     let mut carried: Option<Job<O>> = None;
@@ -343,10 +383,18 @@ async fn dispatch<O: BatchOp>(
                 None => return,
             },
         };
-        let held = !settings.hold.is_zero() && inbox.holds();
-        if held {
+        let held = if settings.hold.is_zero() {
+            None
+        } else {
+            inbox.holds()
+        };
+        if let Some(waiting) = held {
             calls.held();
             tokio::time::sleep(settings.hold).await;
+            // How a lone request's hold went: whether another came during it.
+            if waiting == 0 {
+                inbox.held(!inbox.receiver.is_empty());
+            }
         }
         let mut weight = O::weight(&first.request);
         let mut bytes = O::bytes(&first.request);
@@ -363,9 +411,6 @@ async fn dispatch<O: BatchOp>(
             weight += job_weight;
             bytes += job_bytes;
             jobs.push(job);
-        }
-        if held {
-            inbox.held(jobs.len() > 1 || carried.is_some());
         }
         let mut running = None;
         if let Some(company) = &settings.company {

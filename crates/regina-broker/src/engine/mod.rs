@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use announce::Announcer;
-use batcher::{BatchSettings, Batcher, Company};
+use batcher::{BatchSettings, Batcher, Company, HoldRule};
 pub(crate) use ops::{
     push_arrays, push_committed, AckRequest, ExtendRequest, PopRequest, PushItem, PushRequest,
 };
@@ -64,7 +64,9 @@ impl Engine {
             items_max: config.batch_items_max,
             bytes_max: config.batch_bytes_max,
             hold: Duration::from_micros(config.batch_hold_us),
-            hold_gap: Some(Duration::from_micros(config.batch_hold_gap_us)),
+            hold_rule: HoldRule::Lone {
+                busy_gap: Duration::from_micros(config.batch_hold_gap_us),
+            },
             company: None,
         };
         let lanes = Company::new(config.push_parallel_items_min);
@@ -114,7 +116,7 @@ impl Engine {
                 db.clone(),
                 BatchSettings {
                     hold: Duration::from_micros(config.pop_hold_us),
-                    hold_gap: None,
+                    hold_rule: HoldRule::Gather,
                     ..settings(config.db_calls_pop)
                 },
                 metrics,

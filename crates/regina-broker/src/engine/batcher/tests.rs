@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures::task::noop_waker_ref;
 use tokio::sync::{mpsc, Semaphore};
 
-use super::{BatchOp, BatchSettings, Batcher, Company, Pace, Turns};
+use super::{BatchOp, BatchSettings, Batcher, Company, HoldRule, Pace, Turns};
 use crate::db::DbError;
 use crate::engine::repeat::CONFLICT_RETRIES_MAX;
 use crate::metrics::Metrics;
@@ -171,7 +171,7 @@ fn settings(slots: usize, requests_max: usize, items_max: usize) -> BatchSetting
         items_max,
         bytes_max: usize::MAX,
         hold: Duration::ZERO,
-        hold_gap: None,
+        hold_rule: HoldRule::Every,
         company: None,
     }
 }
@@ -498,7 +498,9 @@ async fn a_hold_with_a_pace_waits_only_where_company_comes() {
     let hold = Duration::from_millis(2);
     let settings = BatchSettings {
         hold,
-        hold_gap: Some(Duration::from_millis(3)),
+        hold_rule: HoldRule::Lone {
+            busy_gap: Duration::from_millis(3),
+        },
         ..settings(1, 100, 100)
     };
     let mut h = Harness::start_with(settings, gated());
@@ -587,7 +589,7 @@ async fn a_hold_with_a_pace_waits_only_where_company_comes() {
 #[test]
 fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
     let start = tokio::time::Instant::now();
-    let mut pace = Pace::new(Duration::from_millis(3));
+    let mut pace = Pace::new(Some(Duration::from_millis(3)), false);
     let mut at = start;
     let mut arrive = |pace: &mut Pace, gap_ms: u64, times: usize| {
         for _ in 0..times {
@@ -609,7 +611,7 @@ fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
     arrive(&mut pace, 0, 16);
     assert!(pace.busy(), "sixteen requests at once after the silence");
     // `BATCH_HOLD_GAP_US=0`: never busy, however quick the requests.
-    let mut never = Pace::new(Duration::ZERO);
+    let mut never = Pace::new(Some(Duration::ZERO), false);
     for _ in 0..100 {
         never.arrived(start);
     }
@@ -618,7 +620,7 @@ fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
 
 #[test]
 fn a_busy_pace_holds_a_lone_request_while_holds_find_company() {
-    let mut pace = Pace::new(Duration::from_millis(3));
+    let mut pace = Pace::new(Some(Duration::from_millis(3)), false);
     let start = tokio::time::Instant::now();
     for k in 0..40 {
         pace.arrived(start + Duration::from_millis(k));
@@ -651,9 +653,98 @@ fn a_busy_pace_holds_a_lone_request_while_holds_find_company() {
     let next = (2..=1_000).find(|_| pace.holds(true));
     assert_eq!(next, Some(2 * Pace::PROBE_EVERY));
     // A batcher that is not busy never waits, whatever holds found.
-    let mut idle = Pace::new(Duration::from_millis(3));
+    let mut idle = Pace::new(Some(Duration::from_millis(3)), false);
     idle.held(true);
     assert!((0..100).all(|_| !idle.holds(true)));
+}
+
+#[test]
+fn a_gathering_pace_always_holds_a_call_with_company_waiting() {
+    let mut pace = Pace::of(HoldRule::Gather).expect("a pace");
+    // No hold has paid yet, and no request came before: a call with others waiting waits all
+    // the same; lone requests wait as probes, at any pace.
+    assert!((0..100).all(|_| pace.holds(false)));
+    let probes: Vec<bool> = (0..32).map(|_| pace.holds(true)).collect();
+    let expected: Vec<bool> = (1..=32).map(|k| k % Pace::PROBE_EVERY == 0).collect();
+    assert_eq!(probes, expected);
+    // A probe that found company makes every lone request wait.
+    pace.held(true);
+    assert!((0..10).all(|k| pace.holds(k % 2 == 0)));
+    // The pace of pushes and acks never holds a call with others waiting.
+    let mut lone = Pace::of(HoldRule::Lone {
+        busy_gap: Duration::from_millis(3),
+    })
+    .expect("a pace");
+    let start = tokio::time::Instant::now();
+    for k in 0..40 {
+        lone.arrived(start + Duration::from_millis(k));
+    }
+    lone.held(true);
+    assert!(lone.holds(true));
+    assert!((0..100).all(|_| !lone.holds(false)));
+    assert!(
+        Pace::of(HoldRule::Every).is_none(),
+        "every call waits, no pace"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gathering_hold_waits_with_company_and_learns_only_from_lone_requests() {
+    let hold = Duration::from_millis(2);
+    let settings = BatchSettings {
+        hold,
+        hold_rule: HoldRule::Gather,
+        ..settings(1, 100, 100)
+    };
+    let mut h = Harness::start_with(settings, gated());
+    let mut pending = vec![h.enqueue(req(0))];
+    assert_eq!(h.next_call().await, [0]);
+    // Each round, two requests queue behind the call in flight; when it ends, the next call
+    // starts with company waiting and waits the hold, and a third request comes during it.
+    for round in 0..40 {
+        let (a, b, c) = (3 * round + 1, 3 * round + 2, 3 * round + 3);
+        pending.push(h.enqueue(req(a)));
+        tokio::time::advance(Duration::from_millis(1)).await;
+        pending.push(h.enqueue(req(b)));
+        let opened = tokio::time::Instant::now();
+        h.db.open(1);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        pending.push(h.enqueue(req(c)));
+        assert_eq!(h.next_call().await, [a, b, c]);
+        assert!(
+            opened.elapsed() >= hold,
+            "round {round}: a call with company did not wait"
+        );
+    }
+    h.db.open(10_000);
+    for answer in answers(std::mem::take(&mut pending)).await {
+        answer.expect("answered");
+    }
+    // One consumer that asks again only after each answer: the holds above had company waiting,
+    // so they taught the pace nothing, and its lone requests go at once but for probes, fewer
+    // and fewer.
+    let mut held = Vec::new();
+    for id in 1_000..1_512 {
+        let sent = tokio::time::Instant::now();
+        answers(vec![h.enqueue(req(id))]).await[0]
+            .as_ref()
+            .expect("answered");
+        held.push(sent.elapsed() >= hold);
+    }
+    let probes: Vec<usize> = (0..held.len()).filter(|k| held[*k]).collect();
+    assert!(
+        probes.first().is_some_and(|k| *k >= 8),
+        "lone requests waited from the start: {probes:?}"
+    );
+    assert!(
+        (3..=5).contains(&probes.len()),
+        "probes at {probes:?} of the 512 requests"
+    );
+    let intervals: Vec<usize> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        intervals.windows(2).all(|w| w[1] == 2 * w[0]),
+        "probes at {probes:?}: each failed probe doubles the interval"
+    );
 }
 
 /// Two batchers of one [`Company`] (one slot each, as push lanes), on gated fakes.
