@@ -171,9 +171,8 @@ struct Job<O: BatchOp> {
 }
 
 /// Whether a batcher's lone requests should wait for company: while its requests come busily
-/// (with a busy gap) and its recent holds found company. A call with others waiting behind its
-/// first request goes at once, unless the pace `gathers`: then it always waits, and only lone
-/// holds count.
+/// ([`HoldRule::Lone`]) and its recent holds found company. A call with others waiting behind its
+/// first request goes at once, or always waits ([`HoldRule::Gather`]); only lone holds count.
 ///
 /// The pace is a moving average of the gaps between submissions, over about the last eight; a gap
 /// counts as at most eight times the busy gap, so that after a silence a few quick requests make
@@ -185,11 +184,8 @@ struct Job<O: BatchOp> {
 /// company (up to [`Pace::PROBE_EVERY_MAX`]), and [`Pace::PROBE_EVERY`] again once one did.
 #[derive(Debug)]
 struct Pace {
-    /// `BATCH_HOLD_GAP_US`: the batcher is busy while the average gap is below it; `None`:
-    /// always busy.
-    busy_gap: Option<Duration>,
-    /// Whether a call with company already waiting waits.
-    gathers: bool,
+    /// [`HoldRule::Lone`] or [`HoldRule::Gather`].
+    rule: HoldRule,
     average: Duration,
     last: Option<Instant>,
     payoff: f64,
@@ -209,16 +205,17 @@ impl Pace {
         match rule {
             #[cfg(test)]
             HoldRule::Every => None,
-            HoldRule::Lone { busy_gap } => Some(Pace::new(Some(busy_gap), false)),
-            HoldRule::Gather => Some(Pace::new(None, true)),
+            HoldRule::Lone { .. } | HoldRule::Gather => Some(Pace::new(rule)),
         }
     }
 
-    fn new(busy_gap: Option<Duration>, gathers: bool) -> Pace {
+    fn new(rule: HoldRule) -> Pace {
         Pace {
-            busy_gap,
-            gathers,
-            average: busy_gap.map_or(Duration::ZERO, |gap| gap.saturating_mul(8)),
+            rule,
+            average: match rule {
+                HoldRule::Lone { busy_gap } => busy_gap.saturating_mul(8),
+                _ => Duration::ZERO,
+            },
             last: None,
             payoff: 0.0,
             skipped: 0,
@@ -227,7 +224,7 @@ impl Pace {
     }
 
     fn arrived(&mut self, at: Instant) {
-        let Some(busy_gap) = self.busy_gap else {
+        let HoldRule::Lone { busy_gap } = self.rule else {
             return;
         };
         if let Some(last) = self.last {
@@ -240,14 +237,17 @@ impl Pace {
     }
 
     fn busy(&self) -> bool {
-        self.busy_gap.is_none_or(|gap| self.average < gap)
+        match self.rule {
+            HoldRule::Lone { busy_gap } => self.average < busy_gap,
+            _ => true,
+        }
     }
 
     /// Whether a call's first request, `alone` if nothing else waits, should wait for company
     /// (then [`Pace::held`] tells how that went).
     fn holds(&mut self, alone: bool) -> bool {
         if !alone {
-            return self.gathers;
+            return matches!(self.rule, HoldRule::Gather);
         }
         if !self.busy() {
             return false;
@@ -301,13 +301,13 @@ impl<O: BatchOp> Inbox<O> {
     }
 
     /// Whether a call that has its first request should wait `hold` for company (always without
-    /// a [`Pace`], else as it says), and if so how many requests wait behind it.
-    fn holds(&mut self) -> Option<usize> {
-        let waiting = self.receiver.len();
+    /// a [`Pace`], else as it says), and if so whether that request is alone.
+    fn holds(&mut self) -> Option<bool> {
+        let alone = self.receiver.is_empty();
         self.pace
             .as_mut()
-            .is_none_or(|pace| pace.holds(waiting == 0))
-            .then_some(waiting)
+            .is_none_or(|pace| pace.holds(alone))
+            .then_some(alone)
     }
 
     /// Tells the [`Pace`] how a hold went.
@@ -388,11 +388,11 @@ async fn dispatch<O: BatchOp>(
         } else {
             inbox.holds()
         };
-        if let Some(waiting) = held {
+        if let Some(alone) = held {
             calls.held();
             tokio::time::sleep(settings.hold).await;
             // How a lone request's hold went: whether another came during it.
-            if waiting == 0 {
+            if alone {
                 inbox.held(!inbox.receiver.is_empty());
             }
         }

@@ -547,14 +547,7 @@ async fn a_hold_with_a_pace_waits_only_where_company_comes() {
     // One client that sends each request after the answer to the last, without pause: busy, but
     // a hold never finds company. Once the holds of the stream are forgotten, only probes wait,
     // fewer and fewer.
-    let mut held = Vec::new();
-    for id in 1_000..1_512 {
-        let sent = tokio::time::Instant::now();
-        answers(vec![h.enqueue(req(id))]).await[0]
-            .as_ref()
-            .expect("answered");
-        held.push(sent.elapsed() >= hold);
-    }
+    let held = closed_loop(&h, hold).await;
     let first_sent = held
         .iter()
         .position(|h| !*h)
@@ -563,15 +556,10 @@ async fn a_hold_with_a_pace_waits_only_where_company_comes() {
         first_sent <= 16,
         "{first_sent} holds in a row found no company"
     );
-    let probes: Vec<usize> = (first_sent..held.len()).filter(|k| held[*k]).collect();
-    assert!(
-        (3..=5).contains(&probes.len()),
-        "probes at {probes:?} of the 512 requests"
-    );
-    let intervals: Vec<usize> = probes.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(
-        intervals.windows(2).all(|w| w[1] == 2 * w[0]),
-        "probes at {probes:?}: each failed probe doubles the interval"
+    assert_doubling_probes(
+        &(first_sent..held.len())
+            .filter(|k| held[*k])
+            .collect::<Vec<_>>(),
     );
     // After a pause of 30 ms the pace is no longer busy: a lone request goes out at once.
     tokio::time::advance(Duration::from_millis(30)).await;
@@ -586,10 +574,40 @@ async fn a_hold_with_a_pace_waits_only_where_company_comes() {
     );
 }
 
+/// 512 requests of one client that sends each after the answer to the last: whether each waited
+/// `hold`.
+async fn closed_loop(h: &Harness, hold: Duration) -> Vec<bool> {
+    let mut held = Vec::new();
+    for id in 1_000..1_512 {
+        let sent = tokio::time::Instant::now();
+        answers(vec![h.enqueue(req(id))]).await[0]
+            .as_ref()
+            .expect("answered");
+        held.push(sent.elapsed() >= hold);
+    }
+    held
+}
+
+/// Asserts that the requests of [`closed_loop`] at `probes` were probes that found no company:
+/// three to five of them, each interval twice the last.
+fn assert_doubling_probes(probes: &[usize]) {
+    assert!(
+        (3..=5).contains(&probes.len()),
+        "probes at {probes:?} of the 512 requests"
+    );
+    let intervals: Vec<usize> = probes.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(
+        intervals.windows(2).all(|w| w[1] == 2 * w[0]),
+        "probes at {probes:?}: each failed probe doubles the interval"
+    );
+}
+
 #[test]
 fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
     let start = tokio::time::Instant::now();
-    let mut pace = Pace::new(Some(Duration::from_millis(3)), false);
+    let mut pace = Pace::new(HoldRule::Lone {
+        busy_gap: Duration::from_millis(3),
+    });
     let mut at = start;
     let mut arrive = |pace: &mut Pace, gap_ms: u64, times: usize| {
         for _ in 0..times {
@@ -611,7 +629,9 @@ fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
     arrive(&mut pace, 0, 16);
     assert!(pace.busy(), "sixteen requests at once after the silence");
     // `BATCH_HOLD_GAP_US=0`: never busy, however quick the requests.
-    let mut never = Pace::new(Some(Duration::ZERO), false);
+    let mut never = Pace::new(HoldRule::Lone {
+        busy_gap: Duration::ZERO,
+    });
     for _ in 0..100 {
         never.arrived(start);
     }
@@ -620,7 +640,9 @@ fn a_pace_is_busy_while_requests_come_more_often_than_its_gap() {
 
 #[test]
 fn a_busy_pace_holds_a_lone_request_while_holds_find_company() {
-    let mut pace = Pace::new(Some(Duration::from_millis(3)), false);
+    let mut pace = Pace::new(HoldRule::Lone {
+        busy_gap: Duration::from_millis(3),
+    });
     let start = tokio::time::Instant::now();
     for k in 0..40 {
         pace.arrived(start + Duration::from_millis(k));
@@ -653,7 +675,9 @@ fn a_busy_pace_holds_a_lone_request_while_holds_find_company() {
     let next = (2..=1_000).find(|_| pace.holds(true));
     assert_eq!(next, Some(2 * Pace::PROBE_EVERY));
     // A batcher that is not busy never waits, whatever holds found.
-    let mut idle = Pace::new(Some(Duration::from_millis(3)), false);
+    let mut idle = Pace::new(HoldRule::Lone {
+        busy_gap: Duration::from_millis(3),
+    });
     idle.held(true);
     assert!((0..100).all(|_| !idle.holds(true)));
 }
@@ -723,28 +747,13 @@ async fn a_gathering_hold_waits_with_company_and_learns_only_from_lone_requests(
     // One consumer that asks again only after each answer: the holds above had company waiting,
     // so they taught the pace nothing, and its lone requests go at once but for probes, fewer
     // and fewer.
-    let mut held = Vec::new();
-    for id in 1_000..1_512 {
-        let sent = tokio::time::Instant::now();
-        answers(vec![h.enqueue(req(id))]).await[0]
-            .as_ref()
-            .expect("answered");
-        held.push(sent.elapsed() >= hold);
-    }
+    let held = closed_loop(&h, hold).await;
     let probes: Vec<usize> = (0..held.len()).filter(|k| held[*k]).collect();
     assert!(
         probes.first().is_some_and(|k| *k >= 8),
         "lone requests waited from the start: {probes:?}"
     );
-    assert!(
-        (3..=5).contains(&probes.len()),
-        "probes at {probes:?} of the 512 requests"
-    );
-    let intervals: Vec<usize> = probes.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(
-        intervals.windows(2).all(|w| w[1] == 2 * w[0]),
-        "probes at {probes:?}: each failed probe doubles the interval"
-    );
+    assert_doubling_probes(&probes);
 }
 
 /// Two batchers of one [`Company`] (one slot each, as push lanes), on gated fakes.
