@@ -528,3 +528,47 @@ async fn run(cli: Cli) -> anyhow::Result<bool> {
     }
     result
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::{Cli, Verb};
+    use crate::scenario::Plan;
+
+    /// The run options as `regina-bench run` parses them from `args`.
+    fn common(args: &[&str]) -> super::Common {
+        let cli = Cli::try_parse_from(["regina-bench", "run", "app"].iter().chain(args))
+            .expect("the arguments parse");
+        match cli.verb {
+            Verb::Run { common, .. } => common,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn consumers_and_pop_shape_override_every_group_of_a_scenario() {
+        let plan = Plan::named("app").expect("plan");
+        assert!(plan.groups.len() > 1, "app has several groups");
+        let set = common(&[
+            "--consumers",
+            "1",
+            "--pop-batch",
+            "1",
+            "--pop-partitions",
+            "3",
+        ])
+        .apply(plan.clone());
+        assert!(
+            set.groups.iter().all(|g| g.consumers == 1),
+            "{:?}",
+            set.groups
+        );
+        assert_eq!((set.pop_batch, set.pop_partitions), (1, 3));
+        // Without the options the scenario keeps its own.
+        let kept = common(&[]).apply(plan.clone());
+        let consumers = |p: &Plan| p.groups.iter().map(|g| g.consumers).collect::<Vec<_>>();
+        assert_eq!(consumers(&kept), consumers(&plan));
+        assert_eq!(kept.pop_batch, plan.pop_batch);
+    }
+}
