@@ -485,15 +485,11 @@ async fn a_call_passes_by_partitions_found_busy_for_that_group_only() {
     assert_eq!(data(&next), ["p0-second", "p1-second"], "{next}");
 }
 
-/// How many database calls of `op` waited for company (`regina_batch_holds_total`).
-async fn holds(api: &crate::support::Api, op: &str) -> u64 {
-    let r = api.get("/metrics/prometheus").await;
-    assert_eq!(r.status, 200, "{r:?}");
-    let prefix = format!("regina_batch_holds_total{{op=\"{op}\"}} ");
-    r.text
-        .lines()
-        .find_map(|l| l.strip_prefix(prefix.as_str()))
-        .map_or(0, |v| v.trim().parse().expect("a count"))
+/// How many database pop calls waited for company (`regina_batch_holds_total`).
+async fn pop_holds(api: &crate::support::Api) -> f64 {
+    crate::prometheus::scrape::Metrics::scrape(api)
+        .await
+        .value("regina_batch_holds_total", &[("op", "pop")])
 }
 
 /// `POP_HOLD_US`: one consumer that pops again only after each answer never finds company for
@@ -504,15 +500,15 @@ async fn a_lone_consumer_popping_one_at_a_time_waits_only_for_probes() {
     let (_b, api) = start().await;
     let payloads: Vec<Value> = (0..100).map(|n| json!({ "n": n })).collect();
     api.push_to("lone", "p", &payloads).await;
-    let before = holds(&api, "pop").await;
+    let before = pop_holds(&api).await;
     for n in 0..100 {
         let r = api.pop("lone", "batch=1&autoAck=true").await;
         assert_eq!(r.data(), [json!({ "n": n })], "pop {n}: {r:?}");
     }
-    let held = holds(&api, "pop").await - before;
+    let held = pop_holds(&api).await - before;
     // Lone requests that never found company: the 16th waits, then the 48th (twice as far).
     assert!(
-        (1..=3).contains(&held),
+        (1.0..=3.0).contains(&held),
         "{held} of 100 lone pop calls waited"
     );
 }
