@@ -74,30 +74,26 @@ begin
 end
 $$;
 
--- Resolves every item to its partition, creating what is missing (partitions_ensure) only when
--- some item names a queue or partition that does not exist yet. Payloads travel beside the items,
--- as elements of a `json` array: reading a field of a `json` value would de-escape every string
--- in it (and refuse U+0000), whereas array elements come out verbatim. Without i_payloads, each
--- item's own `payload` is used (convenient from SQL). With i_capacity, the capped queues are
--- locked (_capacity_lock) before anything is created: o_capped lists them.
+-- The items of a push in item order, each with its queue and partition as they stand (nulls where
+-- one does not exist yet). Payloads travel beside the items, as elements of a `json` array:
+-- reading a field of a `json` value would de-escape every string in it (and refuse U+0000),
+-- whereas array elements come out verbatim. Without i_payloads, each item's own `payload` is used
+-- (convenient from SQL).
 --
 -- Linear in the items whatever the plan: items and payloads are read side by side in one scan
 -- (`rows from`), and each item finds its queue and partition by a correlated index lookup, never
 -- by a join of two item sets.
-create or replace function regina._push_resolve(i_items jsonb, i_payloads json, i_capacity boolean,
-                                                out o_items regina.push_item[],
-                                                out o_capped bigint[])
+create or replace function regina._push_items(i_items jsonb, i_payloads json)
+returns regina.push_item[]
 language plpgsql as $$
 begin
-    o_capped := '{}';
-    for attempt in 1 .. 2 loop
+    return (
         select array_agg(row(
                    (t.ordinality - 1)::integer, q.name, p.name, p.id, p.uuid,
                    t."transactionId", t."messageId", nullif(t."traceId", ''), t."producerSub",
                    coalesce(t.value, t.payload), t."payloadKeyId", q.id, q.max_size,
                    q.encryption_enabled
                )::regina.push_item order by t.ordinality)
-        into o_items
         -- The items read once into their declared shape (migrations/0014_request_types.sql),
         -- their payloads beside them (`value`).
         from rows from (jsonb_populate_recordset(null::regina.push_request, i_items),
@@ -108,7 +104,22 @@ begin
                            limit 1) q on true
         left join lateral (select pp.* from regina.partitions pp
                            where pp.queue_id = q.id and pp.name = t.partition
-                           limit 1) p on true;
+                           limit 1) p on true);
+end
+$$;
+
+-- Resolves every item to its partition (_push_items), creating what is missing
+-- (partitions_ensure) only when some item names a queue or partition that does not exist yet.
+-- With i_capacity, the capped queues are locked (_capacity_lock) before anything is created:
+-- o_capped lists them.
+create or replace function regina._push_resolve(i_items jsonb, i_payloads json, i_capacity boolean,
+                                                out o_items regina.push_item[],
+                                                out o_capped bigint[])
+language plpgsql as $$
+begin
+    o_capped := '{}';
+    for attempt in 1 .. 2 loop
+        o_items := regina._push_items(i_items, i_payloads);
         -- Queues created below are new, hence uncapped: every capped queue is known here.
         if attempt = 1 and i_capacity then
             o_capped := regina._capacity_lock(o_items);
@@ -145,11 +156,6 @@ begin
 end
 $$;
 
--- One item to a partition that exists, of a queue without maxSize whose encryption it satisfies:
--- the commonest call (a single message, nothing else fused with it), stored by a few keyed
--- statements instead of the batch statement below, with the same locks in the same order and the
--- same result. Null when the item needs more (a queue or partition to create, a capacity or
--- encryption check, a partition deleted meanwhile): regina.push then takes the batch path.
 -- A push item's result as JSON text (regina.push_text): queued, or duplicate of a stored
 -- message. `jsonb_build_object` and its output cost about 4 µs per item, this 1.5 µs.
 create or replace function regina._push_queued_text(i_transaction_id text, i_message_id uuid,
@@ -174,6 +180,11 @@ language sql stable parallel safe as $$
            || ',"queueName":' || regina._json_text(i_queue) || '}'
 $$;
 
+-- One item to a partition that exists, of a queue without maxSize whose encryption it satisfies:
+-- the commonest call (a single message, nothing else fused with it), stored by a few keyed
+-- statements instead of the batch statement below, with the same locks in the same order and the
+-- same result. Null when the item needs more (a queue or partition to create, a capacity or
+-- encryption check, a partition deleted meanwhile): regina.push then takes the batch path.
 -- (Its result was jsonb.)
 select regina._drop_outdated('regina._push_one(jsonb, json, boolean, timestamptz)', 'zone text');
 create or replace function regina._push_one(i_items jsonb, i_payloads json, i_notify boolean,
@@ -252,32 +263,129 @@ begin
 end
 $$;
 
--- Stores the items. With i_ignore_capacity (failover replay: those items were acknowledged
--- already), maxSize is not enforced. An item refused (queue_full, or encryption_required for
--- plaintext to a queue that encrypts) gets a `failed` row and nothing is stored for it. Results
--- are JSON text, written as text (regina._push_queued_text): what the broker calls and sends on
--- (regina.push is the same call with results as jsonb).
+-- One `regina_push` notification per queue of the items, naming the partitions written (for
+-- callers in SQL that ask for it with i_notify; the broker announces after commit instead).
+create or replace function regina._push_notify(i_items regina.push_item[]) returns void
+language plpgsql as $$
+begin
+    perform pg_notify('regina_push', jsonb_build_object(
+                'queue', x.queue_name,
+                'partitions', jsonb_agg(distinct x.partition_name))::text)
+    from unnest(i_items) x
+    group by x.queue_name;
+end
+$$;
+
+-- A few items (regina.push_text sends up to eight here), each to a partition that exists, of a
+-- queue without maxSize whose encryption it satisfies: the calls of a broker that fused a few
+-- single-message requests. Stored by a statement per item and a few per call, with the batch
+-- path's locks in its order and its results, in item order; null, before any write, when an item
+-- needs more (as _push_one). The batch statement's set-up (window functions over the items,
+-- the stored keys read apart, six data-modifying parts) costs about 80 µs more than this whole
+-- path for two items, and about as much per item up to eight (docs/benchmarks.md, "Pushes of a
+-- few items").
 --
--- The work is linear in the items whatever the spread over partitions: the statement below reads
--- the items once, finds stored keys and partition offsets by correlated index lookups, numbers
--- the new messages of each partition with window functions, and never joins two item-sized sets
--- (generic plans estimate them at a few rows, so such a join would be a nested loop: quadratic).
-create or replace function regina.push_text(i_items jsonb, i_payloads json default null,
-                                            i_notify boolean default false,
-                                            i_now timestamptz default null,
-                                            i_ignore_capacity boolean default false)
-returns table (idx integer, result text)
--- Generic plans: a custom plan per call costs more to make than the statements cost to run
--- (about 0.4 ms of planning for a one-message push). Every statement here is keyed lookups, and
--- a generic plan lives as long as the session: one made while a table was small (a new
--- database) must not scan that table once it has grown, hence no sequential scans at all.
--- A function that turns a plan method off also turns JIT off: where the method is unavoidable
--- (a one-row table, a sort) the plan's cost counts it at 10^10, far over `jit_above_cost`, and
--- PostgreSQL would compile the statement at every call, 20-200 ms of CPU each time.
-language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off
-    set jit = off as $$
+-- Each item is inserted with `on conflict do nothing` on its key, as _push_one: a key stored
+-- before, or by an earlier item of the same call, stores nothing and takes no offset, and its
+-- result names the message stored under the key (for a key repeated in the call, the first
+-- item's, as the batch path answers). Offsets come from the partition rows as their locks hold
+-- them, one after the other in item order.
+create or replace function regina._push_few(i_items jsonb, i_payloads json, i_notify boolean,
+                                            i_now timestamptz)
+returns text[]
+language plpgsql as $$
 declare
-    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_items regina.push_item[];
+    v_x regina.push_item;
+    -- The call's partitions in id order, with what the lock read and what the call wrote.
+    v_ids bigint[];
+    v_queue_ids bigint[];
+    v_seqs bigint[];         -- the next offset
+    v_createds timestamptz[];
+    v_fresh boolean[];       -- a message stored there
+    v_at integer;
+    v_inserted boolean;
+    v_results text[];
+begin
+    v_items := regina._push_items(i_items, i_payloads);
+    foreach v_x in array v_items loop
+        if v_x.partition_id is null or v_x.max_size > 0
+           or (v_x.encrypting and v_x.payload_key_id is null) then
+            return null;
+        end if;
+    end loop;
+    -- _push_lock's locks in its order (the table, then the rows by id), reading each row as its
+    -- lock holds it.
+    lock table regina.partitions in row exclusive mode;
+    select array_agg(p.id), array_agg(p.queue_id), array_agg(p.next_seq),
+           array_agg(greatest(i_now, p.last_created_at))
+    into v_ids, v_queue_ids, v_seqs, v_createds
+    from (select distinct x.partition_id as id from unnest(v_items) x order by 1) k
+    cross join lateral (select pp.id, pp.queue_id, pp.next_seq, pp.last_created_at
+                        from regina.partitions pp where pp.id = k.id
+                        for no key update) p;
+    -- Partition cleanup deleted one since the lookup: the batch path re-creates it.
+    if cardinality(v_ids) < (select count(distinct x.partition_id) from unnest(v_items) x) then
+        return null;
+    end if;
+    v_fresh := array_fill(false, array[cardinality(v_ids)]);
+    v_results := array_fill(null::text, array[cardinality(v_items)]);
+    foreach v_x in array v_items loop
+        v_at := array_position(v_ids, v_x.partition_id);
+        insert into regina.messages (partition_id, seq, id, transaction_id, trace_id, producer_sub,
+                                     created_at, payload, payload_key_id)
+        values (v_x.partition_id, v_seqs[v_at], v_x.message_id, v_x.transaction_id, v_x.trace_id,
+                v_x.producer_sub, v_createds[v_at], v_x.payload, v_x.payload_key_id)
+        on conflict (partition_id, transaction_id) where for_group is null do nothing
+        returning true into v_inserted;
+        if v_inserted then
+            v_seqs[v_at] := v_seqs[v_at] + 1;
+            v_fresh[v_at] := true;
+            v_results[v_x.idx + 1] := regina._push_queued_text(
+                v_x.transaction_id, v_x.message_id, v_x.partition_uuid, v_x.trace_id,
+                v_x.queue_name);
+        else
+            v_results[v_x.idx + 1] := regina._push_duplicate_text(
+                v_x.transaction_id, (regina._stored_key(v_x.partition_id, v_x.transaction_id)).o_id,
+                v_x.partition_uuid, v_x.queue_name);
+        end if;
+    end loop;
+    -- As the batch path's `bumped` and `readied`: only partitions that stored a message.
+    update regina.partitions p
+    set next_seq = b.seq, last_created_at = b.created, last_push_at = i_now
+    from unnest(v_ids, v_seqs, v_createds, v_fresh) b(id, seq, created, fresh)
+    where p.id = b.id and b.fresh;
+    insert into regina.ready (partition_id, consumer_group, queue_id, eligible_at)
+    select b.id, s.consumer_group, b.queue_id,
+           i_now + (select q.delayed_processing_seconds from regina.queues q
+                    where q.id = b.queue_id) * interval '1 second'
+    from unnest(v_ids, v_queue_ids, v_fresh) b(id, queue_id, fresh)
+    join lateral (select ss.consumer_group from regina.subscriptions ss
+                  where ss.queue_id = b.queue_id offset 0) s on true
+    where b.fresh
+      and (select 1 from regina.ready r
+           where r.partition_id = b.id and r.consumer_group = s.consumer_group) is null
+    order by b.id, s.consumer_group
+    on conflict do nothing;
+    if i_notify then
+        perform regina._push_notify(v_items);
+    end if;
+    return v_results;
+end
+$$;
+
+
+-- The batch path of regina.push_text, for any items (its plan settings hold here too). The work
+-- is linear in the items whatever the spread over partitions: the statement below reads the items
+-- once, finds stored keys and partition offsets by correlated index lookups, numbers the new
+-- messages of each partition with window functions, and never joins two item-sized sets (generic
+-- plans estimate them at a few rows, so such a join would be a nested loop: quadratic).
+create or replace function regina._push_batch(i_items jsonb, i_payloads json, i_notify boolean,
+                                              i_now timestamptz, i_ignore_capacity boolean)
+returns table (idx integer, result text)
+language plpgsql as $$
+declare
+    v_now timestamptz := i_now;
     v_items regina.push_item[];
     v_resolved record;
     v_capped bigint[];
@@ -285,14 +393,6 @@ declare
     v_refusals smallint[];
     v_stored uuid[];
 begin
-    if jsonb_array_length(i_items) = 1 then
-        result := regina._push_one(i_items, i_payloads, i_notify, v_now);
-        if result is not null then
-            idx := 0;
-            return next;
-            return;
-        end if;
-    end if;
     for attempt in 1 .. 3 loop
         -- (An assignment of the call, not `select … into`: evaluated without the executor.)
         v_resolved := regina._push_resolve(i_items, i_payloads, not i_ignore_capacity);
@@ -385,12 +485,52 @@ begin
     order by n.idx;
 
     if i_notify then
-        perform pg_notify('regina_push', jsonb_build_object(
-                    'queue', x.queue_name,
-                    'partitions', jsonb_agg(distinct x.partition_name))::text)
-        from unnest(v_items) x
-        group by x.queue_name;
+        perform regina._push_notify(v_items);
     end if;
+end
+$$;
+
+-- Stores the items. With i_ignore_capacity (failover replay: those items were acknowledged
+-- already), maxSize is not enforced. An item refused (queue_full, or encryption_required for
+-- plaintext to a queue that encrypts) gets a `failed` row and nothing is stored for it. Results
+-- are JSON text, written as text (regina._push_queued_text): what the broker calls and sends on
+-- (regina.push is the same call with results as jsonb). One item takes _push_one, two to eight
+-- _push_few, and the batch path whatever they decline or more.
+create or replace function regina.push_text(i_items jsonb, i_payloads json default null,
+                                            i_notify boolean default false,
+                                            i_now timestamptz default null,
+                                            i_ignore_capacity boolean default false)
+returns table (idx integer, result text)
+-- Generic plans: a custom plan per call costs more to make than the statements cost to run
+-- (about 0.4 ms of planning for a one-message push). Every statement here is keyed lookups, and
+-- a generic plan lives as long as the session: one made while a table was small (a new
+-- database) must not scan that table once it has grown, hence no sequential scans at all.
+-- A function that turns a plan method off also turns JIT off: where the method is unavoidable
+-- (a one-row table, a sort) the plan's cost counts it at 10^10, far over `jit_above_cost`, and
+-- PostgreSQL would compile the statement at every call, 20-200 ms of CPU each time.
+language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = off
+    set jit = off as $$
+declare
+    v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_few text[];
+begin
+    if jsonb_array_length(i_items) = 1 then
+        result := regina._push_one(i_items, i_payloads, i_notify, v_now);
+        if result is not null then
+            idx := 0;
+            return next;
+            return;
+        end if;
+    elsif jsonb_array_length(i_items) <= 8 then
+        v_few := regina._push_few(i_items, i_payloads, i_notify, v_now);
+        if v_few is not null then
+            return query select (k.ord - 1)::integer, k.r
+                         from unnest(v_few) with ordinality k(r, ord);
+            return;
+        end if;
+    end if;
+    return query select b.idx, b.result
+                 from regina._push_batch(i_items, i_payloads, i_notify, v_now, i_ignore_capacity) b;
 end
 $$;
 
