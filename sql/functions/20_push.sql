@@ -281,9 +281,9 @@ $$;
 -- single-message requests. Stored by a statement per item and a few per call, with the batch
 -- path's locks in its order and its results, in item order; null, before any write, when an item
 -- needs more (as _push_one). The batch statement's set-up (window functions over the items,
--- the stored keys read apart, six data-modifying parts) costs about 80 µs more than this whole
--- path for two items, and about as much per item up to eight (docs/benchmarks.md, "Pushes of a
--- few items").
+-- the stored keys read apart, six data-modifying parts) costs about 70–80 µs a call more than
+-- this path from two items to eight; past sixteen the two cost alike (docs/benchmarks.md,
+-- "Pushes of a few items").
 --
 -- Each item is inserted with `on conflict do nothing` on its key, as _push_one: a key stored
 -- before, or by an earlier item of the same call, stores nothing and takes no offset, and its
@@ -374,7 +374,6 @@ begin
 end
 $$;
 
-
 -- The batch path of regina.push_text, for any items (its plan settings hold here too). The work
 -- is linear in the items whatever the spread over partitions: the statement below reads the items
 -- once, finds stored keys and partition offsets by correlated index lookups, numbers the new
@@ -385,7 +384,6 @@ create or replace function regina._push_batch(i_items jsonb, i_payloads json, i_
 returns table (idx integer, result text)
 language plpgsql as $$
 declare
-    v_now timestamptz := i_now;
     v_items regina.push_item[];
     v_resolved record;
     v_capped bigint[];
@@ -410,7 +408,7 @@ begin
     v_stored := regina._stored_keys(v_items);
     if exists (select 1 from unnest(v_items) x
                where x.queue_id = any (v_capped) or (x.encrypting and x.payload_key_id is null)) then
-        v_refusals := regina._push_refusals(v_items, v_capped, v_now, v_stored);
+        v_refusals := regina._push_refusals(v_items, v_capped, i_now, v_stored);
     end if;
 
     return query
@@ -432,8 +430,8 @@ begin
     bumped as (
         update regina.partitions p
         set next_seq = p.next_seq + c.n,
-            last_created_at = greatest(v_now, p.last_created_at),
-            last_push_at = v_now
+            last_created_at = greatest(i_now, p.last_created_at),
+            last_push_at = i_now
         from (select n.partition_id, count(*) as n from numbered n where n.fresh
               group by n.partition_id) c
         where p.id = c.partition_id
@@ -444,14 +442,14 @@ begin
         select n.partition_id, b.next_seq + n.rn - 1, n.message_id, n.transaction_id, n.trace_id,
                n.producer_sub, b.created_at, n.payload, n.payload_key_id
         from numbered n
-        cross join lateral (select p.next_seq, greatest(v_now, p.last_created_at) as created_at
+        cross join lateral (select p.next_seq, greatest(i_now, p.last_created_at) as created_at
                             from regina.partitions p where p.id = n.partition_id limit 1) b
         where n.fresh
         returning 1),
     readied as (  -- work for every group subscribed to the queue (the ready set, 0002_ready.sql)
         insert into regina.ready (partition_id, consumer_group, queue_id, eligible_at)
         select b.id, s.consumer_group, b.queue_id,
-               v_now + (select q.delayed_processing_seconds from regina.queues q
+               i_now + (select q.delayed_processing_seconds from regina.queues q
                         where q.id = b.queue_id) * interval '1 second'
         from bumped b
         join lateral (select ss.consumer_group from regina.subscriptions ss
@@ -512,16 +510,17 @@ language plpgsql set plan_cache_mode = force_generic_plan set enable_seqscan = o
     set jit = off as $$
 declare
     v_now timestamptz := coalesce(i_now, clock_timestamp());
+    v_n integer := jsonb_array_length(i_items);
     v_few text[];
 begin
-    if jsonb_array_length(i_items) = 1 then
+    if v_n = 1 then
         result := regina._push_one(i_items, i_payloads, i_notify, v_now);
         if result is not null then
             idx := 0;
             return next;
             return;
         end if;
-    elsif jsonb_array_length(i_items) <= 8 then
+    elsif v_n <= 8 then
         v_few := regina._push_few(i_items, i_payloads, i_notify, v_now);
         if v_few is not null then
             return query select (k.ord - 1)::integer, k.r
