@@ -263,10 +263,10 @@ impl Plan {
             "pop-ack" => Plan {
                 producers: 10,
                 items_per_push: 1_000,
-                prefill: 200_000,
+                prefill: 1_000_000,
                 auto_ack: false,
                 groups: vec![GroupPlan::named("workers", 20)],
-                ..Plan::base(name, "pop + explicit ack/batch: a 200 000-message backlog over 1 000 partitions, 20 consumers, batch 100")
+                ..Plan::base(name, "pop + explicit ack/batch: a 1 000 000-message backlog over 1 000 partitions, 20 consumers, batch 100")
             },
             "mixed" => Plan {
                 producers: 20,
