@@ -520,7 +520,7 @@ begin
             return next;
             return;
         end if;
-    elsif v_n <= 8 then
+    elsif v_n between 2 and 8 then
         v_few := regina._push_few(i_items, i_payloads, i_notify, v_now);
         if v_few is not null then
             return query select (k.ord - 1)::integer, k.r

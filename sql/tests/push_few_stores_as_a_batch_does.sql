@@ -41,6 +41,10 @@ begin
     assert pg_temp.calls('_push_few') = 2 and pg_temp.calls('_push_batch') = 2,
         format('nine items: %s few, %s batch', pg_temp.calls('_push_few'), pg_temp.calls('_push_batch'));
     assert (select count(*) from regina.messages) = 25, 'every item stored';
+    assert not exists (select 1 from regina.push_text('[]', '[]', false, t)),
+        'a push of no items answers nothing';
+    assert pg_temp.calls('_push_few') = 2 and pg_temp.calls('_push_batch') = 3,
+        format('no items: %s few, %s batch', pg_temp.calls('_push_few'), pg_temp.calls('_push_batch'));
 end
 $$;
 reset track_functions;
